@@ -1,0 +1,70 @@
+"""The ``scopelens`` command: argument parsing, store selection and the error edge.
+
+User errors are :class:`core.errors.ScopelensError`; they become one line on stderr and a
+non-zero exit. ``--debug`` shows the traceback instead. Command modules register their own
+sub-commands, so this module stays the same as commands are added.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from core import __version__
+from core.commands import COMMAND_MODULES
+from core.errors import ScopelensError
+
+DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
+
+
+def store_url(explicit: str | None) -> str:
+    """Store selection: ``--db`` > ``$SCOPELENS_DB`` > ``./.scopelens/scopelens.db``."""
+    return explicit or os.environ.get("SCOPELENS_DB") or str(DEFAULT_STORE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="store path or SQLAlchemy URL (default: $SCOPELENS_DB, else ./.scopelens/scopelens.db)",
+    )
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    parser = argparse.ArgumentParser(
+        prog="scopelens",
+        description="Scoped retrieval for coding agents, with audit snapshots you can inspect.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"scopelens {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMAND_MODULES:
+        module.register(subparsers, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (also used as the console script)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = getattr(args, "debug", False)
+    args.db = store_url(getattr(args, "db", None))
+    try:
+        return int(args.run(args) or 0)
+    except ScopelensError as exc:
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

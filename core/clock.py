@@ -1,0 +1,66 @@
+"""Injected clocks and id sources, so recording can be made deterministic.
+
+Production code takes ``now`` and new ids from these objects, never from ``datetime.now`` or
+``uuid4`` directly: the same script then gives the same hashes under a fixed clock and
+sequential ids.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class IdSource(Protocol):
+    def new_id(self, prefix: str) -> str: ...
+
+
+class SystemClock:
+    """The wall clock, in UTC, truncated to microseconds."""
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+
+@dataclass
+class SteppingClock:
+    """A deterministic clock: starts at ``start`` and advances by ``step`` on each read."""
+
+    start: datetime
+    step: timedelta = timedelta(seconds=1)
+    _current: datetime | None = field(default=None, init=False, repr=False)
+
+    def now(self) -> datetime:
+        self._current = self.start if self._current is None else self._current + self.step
+        return self._current
+
+    def advance(self, delta: timedelta) -> None:
+        """Move the clock forward (scripts use this to stage drift)."""
+        base = self.start if self._current is None else self._current
+        self._current = base + delta - self.step
+
+
+class RandomIds:
+    """Random, collision-free ids: ``<prefix>-<12 hex>``."""
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@dataclass
+class SequentialIds:
+    """Deterministic ids: ``<prefix>-<namespace>-0001``, counting per prefix."""
+
+    namespace: str = "t"
+    _counters: dict[str, itertools.count[int]] = field(default_factory=dict, repr=False)
+
+    def new_id(self, prefix: str) -> str:
+        counter = self._counters.setdefault(prefix, itertools.count(1))
+        return f"{prefix}-{self.namespace}-{next(counter):04d}"

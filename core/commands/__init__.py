@@ -1,0 +1,7 @@
+"""Sub-commands of ``scopelens``; each module has ``register(subparsers, common)``."""
+
+from __future__ import annotations
+
+from core.commands import store_commands
+
+COMMAND_MODULES = (store_commands,)

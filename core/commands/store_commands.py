@@ -1,0 +1,154 @@
+"""``scopelens sessions``, ``show ID``, ``verify`` and ``migrate``: reading the audit store."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.table import Table
+
+from core.errors import IntegrityError, UnknownIdError
+from core.output import console, print_json, short
+from core.store.store import Store, event_summary
+from core.store.verify import verify_store
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    sessions = subparsers.add_parser("sessions", parents=[common], help="list recorded sessions")
+    sessions.add_argument("--project", help="only sessions of this project")
+    sessions.add_argument("--json", action="store_true", help="print JSON")
+    sessions.set_defaults(run=run_sessions)
+
+    show = subparsers.add_parser("show", parents=[common], help="show a session or a snapshot by id")
+    show.add_argument("id", help="a session id or a snapshot id")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(run=run_show)
+
+    verify = subparsers.add_parser(
+        "verify", parents=[common], help="re-derive every hash and link; exit 0 only when clean"
+    )
+    verify.add_argument("--json", action="store_true", help="print JSON")
+    verify.set_defaults(run=run_verify)
+
+    migrate = subparsers.add_parser("migrate", parents=[common], help="bring a store to this version's schema")
+    migrate.set_defaults(run=run_migrate)
+
+
+def run_sessions(args: argparse.Namespace) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        summaries = store.list_sessions(project=args.project)
+    if args.json:
+        print_json(
+            "sessions",
+            {
+                "sessions": [
+                    {
+                        **s.header.model_dump(mode="json"),
+                        "events": s.events,
+                        "turns": s.turns,
+                        "snapshots": s.snapshots,
+                        "head_hash": s.head_hash,
+                    }
+                    for s in summaries
+                ]
+            },
+        )
+        return 0
+    out = console()
+    if not summaries:
+        out.print("No sessions in this store yet. Record one with `scopelens record` or try `scopelens demo`.")
+        return 0
+    table = Table("session", "project", "branch", "started", "turns", "events", "snapshots", "head")
+    for s in summaries:
+        table.add_row(
+            s.header.id,
+            s.header.project,
+            s.header.branch or "-",
+            s.header.created_at.strftime("%Y-%m-%d %H:%M"),
+            str(s.turns),
+            str(s.events),
+            str(s.snapshots),
+            short(s.head_hash),
+        )
+    out.print(table)
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        try:
+            header = store.get_session(args.id)
+        except UnknownIdError:
+            header = None
+        if header is None:
+            try:
+                stored = store.get_snapshot(args.id)
+            except UnknownIdError:
+                raise UnknownIdError(f"no session or snapshot with id {args.id!r} in this store") from None
+            return _show_snapshot(args, stored)
+        events = store.events(args.id)
+    if args.json:
+        print_json(
+            "session",
+            {"session": header.model_dump(mode="json"), "events": [e.model_dump(mode="json") for e in events]},
+        )
+        return 0
+    out = console()
+    out.print(f"[bold]{header.id}[/] project={header.project} branch={header.branch or '-'} {header.title}")
+    table = Table("#", "turn", "type", "at", "summary")
+    for event in events:
+        table.add_row(
+            str(event.seq), str(event.turn), event.type.value, event.created_at.strftime("%H:%M:%S"), event_summary(event)
+        )
+    out.print(table)
+    return 0
+
+
+def _show_snapshot(args: argparse.Namespace, stored: Any) -> int:
+    snapshot = stored.snapshot
+    if args.json:
+        print_json("snapshot", {"content_hash": stored.content_hash, "snapshot": snapshot.model_dump(mode="json")})
+        return 0
+    out = console()
+    out.print(
+        f"[bold]{snapshot.id}[/] session={snapshot.session_id} turn={snapshot.turn} "
+        f"hash={short(stored.content_hash)} selected={len(snapshot.selected)} rejected={len(snapshot.rejected)}"
+    )
+    table = Table("cite", "source_ref", "kind", "final", "reason")
+    for item in snapshot.selected:
+        table.add_row(item.citation_id, item.source_ref, item.evidence_kind.value, f"{item.scores.final:.3f}", item.selected_reason)
+    out.print(table)
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        report = verify_store(store)
+    if args.json:
+        print_json("verify", {**report.model_dump(mode="json"), "clean": report.clean})
+    else:
+        out = console()
+        out.print(
+            f"store head: {report.store_head}  ({report.sessions} sessions, {report.events} events, "
+            f"{report.snapshots} snapshots, {report.blobs} blobs)"
+        )
+        for problem in report.problems:
+            out.print(f"[red]{problem.kind}[/]: {problem.record}: {problem.detail}")
+        out.print("[green]clean[/]" if report.clean else f"[red]{len(report.problems)} problem(s)[/]")
+    if not report.clean:
+        raise IntegrityError(f"verify found {len(report.problems)} problem(s)") if not args.json else _QuietFail()
+    return 0
+
+
+class _QuietFail(IntegrityError):
+    """Exit non-zero after ``--json`` output without an extra line on stdout."""
+
+    def __init__(self) -> None:
+        super().__init__("verify found problems (see JSON)")
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    with Store.open(args.db, create=False) as store:
+        del store  # opening a writable store applies pending migrations
+    console().print(f"store {args.db} is at the current schema")
+    return 0

@@ -1,0 +1,589 @@
+"""The data model: every document scopelens reads, stores or prints, as pydantic models.
+
+Two rules shape these classes:
+
+* **Stored documents stay readable by later versions.** Models ignore unknown fields by
+  default, so a newer store's extra field does not break an older reader's view.
+* **Inputs are strict.** Anything a user hands in (intent, scope, policy, memory import)
+  goes through :func:`parse_input`, which rejects unknown fields at any depth.
+
+Every stored document and every ``--json`` output carries ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from core.errors import InvalidInputError, UnreadableFileError
+from core.vocab import (
+    AcceptedAuthority,
+    Authority,
+    DriftClass,
+    EventType,
+    EvidenceKind,
+    MemoryStatus,
+    MergePolicy,
+    Purpose,
+    RedactionKind,
+    Source,
+    Stage,
+    SubQueryIntent,
+    Trust,
+    Visibility,
+)
+
+SCHEMA_VERSION = 1
+"""Version of every stored document and ``--json`` output written by this code."""
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class Contract(BaseModel):
+    """Base of every model: immutable, tolerant of unknown fields when reading stored data."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", use_enum_values=False)
+
+
+def utc(dt: datetime) -> datetime:
+    """Return ``dt`` as an aware UTC datetime (naive values are taken to be UTC)."""
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+class UtcModel(Contract):
+    """A contract whose datetime fields are normalised to aware UTC."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _aware_utc(cls, value: Any) -> Any:
+        return utc(value) if isinstance(value, datetime) else value
+
+
+def parse_input(model: type[ModelT], data: Any, *, what: str) -> ModelT:
+    """Validate user input strictly: unknown fields at any depth are an error.
+
+    ``what`` names the input in the one-line error ("intent file intent.json").
+    """
+    try:
+        return model.model_validate(data, extra="forbid")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise InvalidInputError(
+            f"{what}: {where}: {first['msg']} ({exc.error_count()} problem(s))"
+        ) from None
+
+
+def load_input_file(model: type[ModelT], path: Path, *, what: str) -> ModelT:
+    """Read a JSON input file and validate it strictly."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnreadableFileError(f"cannot read {what} {path}: {exc.__class__.__name__}: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UnreadableFileError(
+            f"{what} {path} is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    return parse_input(model, data, what=f"{what} {path}")
+
+
+# --------------------------------------------------------------------------- scope
+
+
+class PermissionContext(Contract):
+    """Who is asking, and what they may see beyond the defaults."""
+
+    user: str = "local"
+    roles: tuple[str, ...] = ()
+    grants: tuple[str, ...] = ()
+    """Opaque grant names a policy may require to read a source or path."""
+
+
+class TimeBoundary(UtcModel):
+    """The moment the world is seen at, and the window of evidence admitted."""
+
+    as_of: datetime | None = None
+    """See the index and memories as they were at this moment (``None``: now)."""
+    include_after: datetime | None = None
+    """Admit only evidence captured at or after this moment."""
+    exclude_after: datetime | None = None
+    """Admit only evidence captured at or before this moment."""
+    allow_stale_memory: bool = False
+    """Admit memories whose validity ended before ``as_of``."""
+
+
+ALL_ACCEPTED_AUTHORITY: tuple[AcceptedAuthority, ...] = tuple(AcceptedAuthority)
+
+
+class EvidencePolicy(Contract):
+    """What counts as acceptable evidence for this retrieval."""
+
+    require_citation: bool = True
+    require_snapshot: bool = True
+    accepted_authority: tuple[AcceptedAuthority, ...] = ALL_ACCEPTED_AUTHORITY
+    max_unverified_items: int = Field(default=0, ge=0)
+
+
+class RetrievalBudget(Contract):
+    """How much model-visible text the retrieval may produce."""
+
+    max_tokens: int = Field(default=1200, ge=1)
+    max_items: int = Field(default=8, ge=1)
+    per_source: dict[Source, int] = Field(default_factory=dict)
+    """Maximum items per source; sources not named are capped only by ``max_items``."""
+
+
+ALL_SOURCES: tuple[Source, ...] = tuple(Source)
+
+
+class RetrievalScope(UtcModel):
+    """The retrieval contract: what this task may look at, and how evidence is judged."""
+
+    schema_version: int = SCHEMA_VERSION
+    session_id: str | None = None
+    user_id: str = "local"
+    project: str
+    workspace_root: str | None = None
+    branch: str | None = None
+    task_id: str | None = None
+    purpose: Purpose = Purpose.ANSWER_QUESTION
+    allowed_sources: tuple[Source, ...] = ALL_SOURCES
+    denied_sources: tuple[Source, ...] = ()
+    path_prefixes: tuple[str, ...] = ()
+    """Workspace paths (relative, ``/``-separated) the retrieval is confined to; empty: all."""
+    permission_context: PermissionContext = PermissionContext()
+    time_boundary: TimeBoundary = TimeBoundary()
+    evidence_policy: EvidencePolicy = EvidencePolicy()
+    budget: RetrievalBudget = RetrievalBudget()
+
+    def admits_source(self, source: Source) -> bool:
+        """Whether ``source`` passes the source-access gate of this scope."""
+        return source in self.allowed_sources and source not in self.denied_sources
+
+
+# --------------------------------------------------------------------------- intent & plan
+
+
+class Anchors(Contract):
+    """Concrete handles on the task; they outweigh prose in planning and ranking."""
+
+    failing_test: str | None = None
+    error_text: str | None = None
+    current_files: tuple[str, ...] = ()
+    symbols: tuple[str, ...] = ()
+    traceback: str | None = None
+
+
+class RetrievalIntent(Contract):
+    """A request for evidence, from the model or from runtime policy (same path for both)."""
+
+    schema_version: int = SCHEMA_VERSION
+    purpose: Purpose = Purpose.ANSWER_QUESTION
+    question: str = ""
+    anchors: Anchors = Anchors()
+    required_evidence: tuple[EvidenceKind, ...] = ()
+    origin: Literal["model", "runtime"] = "model"
+
+
+class WeightedTerm(Contract):
+    """A query term and its weight; identifiers and anchors weigh more than prose."""
+
+    term: str
+    weight: float = 1.0
+    kind: Literal["identifier", "path", "test-id", "exception", "frame", "prose", "anchor"] = "prose"
+
+
+class SubQuery(Contract):
+    """One sub-query of a plan: an intent kind over its own sources and limits."""
+
+    id: str
+    intent: SubQueryIntent
+    query_text: str
+    terms: tuple[WeightedTerm, ...] = ()
+    sources: tuple[Source, ...]
+    top_k: int = Field(default=10, ge=1)
+    min_authority: Authority = Authority.LOW
+    max_age_days: int | None = None
+
+
+class RetrievalPlan(Contract):
+    """The sub-queries a retrieval runs and how their results merge."""
+
+    sub_queries: tuple[SubQuery, ...]
+    merge_policy: MergePolicy = MergePolicy.INTERLEAVE_BY_RELEVANCE
+    output_shape: Literal["context-block", "citation-pack", "model-brief"] = "context-block"
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+class ScoreBreakdown(Contract):
+    """Decomposed scores; ``final`` is their weighted sum under the purpose's weights."""
+
+    semantic: float = 0.0
+    lexical: float = 0.0
+    anchor: float = 0.0
+    authority: float = 0.0
+    recency: float = 0.0
+    scope: float = 0.0
+    actionability: float = 0.0
+    diversity: float = 0.0
+    final: float = 0.0
+
+
+class Redaction(Contract):
+    """A secret replaced at ingest. Ranges are code points of the original text."""
+
+    kind: RedactionKind
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    original_hash: str
+    """SHA-256 of the secret itself, so a leak can be matched without storing it."""
+    placeholder: str
+
+
+class TrimRange(Contract):
+    """A part of an item's text that budget trimming removed.
+
+    Lines are 1-based and inclusive, relative to the item's source; code points are 0-based,
+    half-open, relative to the item's untrimmed text.
+    """
+
+    start_line: int
+    end_line: int
+    start_char: int
+    end_char: int
+
+
+class Candidate(UtcModel):
+    """A piece of evidence found by a recaller, with its provenance and scores."""
+
+    id: str
+    source: Source
+    source_ref: str
+    """``path:start-end`` for workspace chunks, or a record id."""
+    source_version: str
+    """Content hash of the version of the source this text came from."""
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    symbol: str | None = None
+    project: str
+    branch: str | None = None
+    captured_at: datetime
+    valid_as_of: datetime | None = None
+    text: str
+    evidence_kind: EvidenceKind
+    visibility: Visibility = Visibility.RAW
+    trust: Trust = Trust.EVIDENCE
+    authority: Authority = Authority.MEDIUM
+    memory_status: MemoryStatus | None = None
+    conflicts_with: tuple[str, ...] = ()
+    redactions: tuple[Redaction, ...] = ()
+    scores: ScoreBreakdown = ScoreBreakdown()
+    sub_query_ids: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- the snapshot
+
+
+class SnapshotItem(UtcModel):
+    """A selected item: exactly what the model saw of one candidate, and why."""
+
+    item_id: str
+    candidate_id: str
+    citation_id: str
+    source: Source
+    source_ref: str
+    source_version: str
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    captured_at: datetime
+    evidence_kind: EvidenceKind
+    trust: Trust
+    authority: Authority
+    visibility: Visibility
+    label: str | None = None
+    """A qualifier shown with the item, e.g. ``history (deprecated)`` or ``extract``."""
+    selected_reason: str
+    visible_text: str
+    visible_text_hash: str
+    trim_ranges: tuple[TrimRange, ...] = ()
+    redactions: tuple[Redaction, ...] = ()
+    scores: ScoreBreakdown = ScoreBreakdown()
+    rank: int
+
+
+class RejectedItem(UtcModel):
+    """A candidate that did not reach the model, the stage it dropped at, and why.
+
+    Rejections found by the scope probe carry no text at all, by design.
+    """
+
+    candidate_id: str
+    source: Source
+    source_ref: str
+    source_version: str
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    stage: Stage
+    reason: str
+    from_probe: bool = False
+    scores: ScoreBreakdown | None = None
+
+
+class RankedEntry(Contract):
+    """A candidate past the boundary, in final rank order."""
+
+    rank: int
+    candidate_id: str
+    source_ref: str
+    path: str | None = None
+    final_score: float
+    selected: bool
+
+
+class BudgetRecord(Contract):
+    """The budget as applied: the limit, the estimate of what was produced, the policy."""
+
+    max_tokens: int
+    estimated_tokens: int
+    max_items: int
+    trimming_policy: str
+    per_source: dict[Source, int] = Field(default_factory=dict)
+
+
+class CitationEntry(Contract):
+    """Where a citation id in the block leads: its snapshot item and source."""
+
+    citation_id: str
+    item_id: str
+    source_ref: str
+    visible_text_hash: str
+    authority: Authority
+    evidence_kind: EvidenceKind
+
+
+class Projection(Contract):
+    """The model-visible block, by reference, and its citation map."""
+
+    block_ref: str
+    """Blob hash (SHA-256) of the context block's UTF-8 bytes."""
+    visible_text_hash: str
+    nonce: str
+    citation_map: dict[str, CitationEntry]
+
+
+class Pins(Contract):
+    """What a snapshot was made with, so drift can tell engine, config and index changes apart."""
+
+    engine_version: str
+    config_hash: str
+    policy_hash: str
+    index_version: str
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+
+
+class AuditSnapshot(UtcModel):
+    """The immutable record of one retrieval: scope, plan, choices, rejections, projection."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    session_id: str
+    turn: int
+    model_request_id: str | None = None
+    created_at: datetime
+    intent: RetrievalIntent
+    scope: RetrievalScope
+    plan: RetrievalPlan
+    stats: dict[Stage, int]
+    selected: tuple[SnapshotItem, ...]
+    rejected: tuple[RejectedItem, ...]
+    ranked: tuple[RankedEntry, ...]
+    budget: BudgetRecord
+    projection: Projection
+    pins: Pins
+    missing_evidence: tuple[EvidenceKind, ...] = ()
+
+
+# --------------------------------------------------------------------------- sessions & events
+
+
+class SessionStartedPayload(Contract):
+    project: str
+    branch: str | None = None
+    workspace_root: str | None = None
+    title: str = ""
+    agent: str = ""
+
+
+class UserMessagePayload(Contract):
+    text: str
+
+
+class ModelRequestPayload(Contract):
+    request_id: str
+    snapshot_ids: tuple[str, ...] = ()
+    context_hash: str
+    model: str = ""
+
+
+class ModelResponsePayload(Contract):
+    request_id: str | None = None
+    text: str
+    cited_ids: tuple[str, ...] = ()
+
+
+class ToolStartedPayload(Contract):
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ArtifactRef(Contract):
+    """A large tool output kept as a content-addressed blob."""
+
+    blob: str
+    name: str
+    media_type: str = "text/plain"
+    size: int
+    evidence_kind: EvidenceKind = EvidenceKind.TEST_LOG
+
+
+class ToolFinishedPayload(Contract):
+    call_id: str
+    tool: str
+    exit_code: int | None = None
+    output_preview: str = ""
+    artifacts: tuple[ArtifactRef, ...] = ()
+
+
+class SnapshotCreatedPayload(Contract):
+    snapshot_id: str
+    snapshot_hash: str
+    visible_text_hash: str
+    selected_count: int
+    turn: int
+
+
+EVENT_PAYLOADS: dict[EventType, type[Contract]] = {
+    EventType.SESSION_STARTED: SessionStartedPayload,
+    EventType.USER_MESSAGE: UserMessagePayload,
+    EventType.MODEL_REQUEST: ModelRequestPayload,
+    EventType.MODEL_RESPONSE: ModelResponsePayload,
+    EventType.TOOL_STARTED: ToolStartedPayload,
+    EventType.TOOL_FINISHED: ToolFinishedPayload,
+    EventType.RETRIEVAL_SNAPSHOT_CREATED: SnapshotCreatedPayload,
+}
+"""The payload model of each event type; payloads are validated against it on append."""
+
+
+class Event(UtcModel):
+    """One link of a session's chain, exactly as stored (its hash is over these bytes)."""
+
+    schema_version: int = SCHEMA_VERSION
+    session_id: str
+    seq: int
+    store_seq: int
+    turn: int
+    type: EventType
+    created_at: datetime
+    payload: dict[str, Any]
+    prev_hash: str
+
+
+class SessionHeader(UtcModel):
+    """A session as listed: its identity and where it ran."""
+
+    id: str
+    project: str
+    branch: str | None = None
+    workspace_root: str | None = None
+    title: str = ""
+    agent: str = ""
+    created_at: datetime
+
+
+# --------------------------------------------------------------------------- memory
+
+
+class MemoryRecord(UtcModel):
+    """A governed memory: content plus the status and scope that decide if it may be recalled."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    project: str
+    branch: str | None = None
+    content: str
+    status: MemoryStatus = MemoryStatus.CANDIDATE
+    private_to: str | None = None
+    """For ``private`` memories: the user who may see them."""
+    source_refs: tuple[str, ...] = ()
+    confidence: Authority = Authority.MEDIUM
+    valid_from: datetime
+    valid_until: datetime | None = None
+    conflicts_with: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- verify & drift
+
+
+class Problem(Contract):
+    """One integrity problem that ``verify`` found, naming the record it concerns."""
+
+    kind: Literal[
+        "changed",
+        "inserted",
+        "deleted",
+        "broken-link",
+        "missing-session",
+        "head-mismatch",
+        "malformed",
+    ]
+    record: str
+    """e.g. ``event s-1#4``, ``snapshot snap-2``, ``blob 3fa2…``, ``session s-1``."""
+    detail: str
+
+
+class VerifyReport(Contract):
+    """The outcome of ``verify``: clean only when ``problems`` is empty."""
+
+    schema_version: int = SCHEMA_VERSION
+    store_head: str
+    stored_store_head: str
+    sessions: int
+    events: int
+    snapshots: int
+    blobs: int
+    problems: tuple[Problem, ...]
+
+    @property
+    def clean(self) -> bool:
+        return not self.problems
+
+
+class DriftItem(Contract):
+    """How one item compares between a frozen snapshot and today's search."""
+
+    drift_class: DriftClass
+    source_ref: str
+    path: str | None = None
+    frozen_rank: int | None = None
+    today_rank: int | None = None
+    frozen_version: str | None = None
+    today_version: str | None = None
+    diff: str | None = None
+    stage_today: Stage | None = None
+    reason: str | None = None

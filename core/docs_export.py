@@ -1,0 +1,74 @@
+"""Generate ``docs/vocabulary.md`` and ``docs/schema/*.json`` from the code that defines them.
+
+Run ``python -m core.docs_export`` after changing a vocabulary or a contract; a test fails
+while the committed files differ from what this writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from core.contracts import (
+    AuditSnapshot,
+    Event,
+    MemoryRecord,
+    RetrievalIntent,
+    RetrievalScope,
+    VerifyReport,
+)
+from core.vocab import ALL_VOCABULARIES
+
+SCHEMA_MODELS: dict[str, type[BaseModel]] = {
+    "retrieval-intent": RetrievalIntent,
+    "retrieval-scope": RetrievalScope,
+    "audit-snapshot": AuditSnapshot,
+    "event": Event,
+    "memory-record": MemoryRecord,
+    "verify-report": VerifyReport,
+}
+
+
+def vocabulary_markdown() -> str:
+    lines = [
+        "# Vocabularies",
+        "",
+        "Generated from `core/vocab.py` by `python -m core.docs_export`; do not edit by hand.",
+        "Each vocabulary is defined once. Pipeline stages are at once the funnel's steps, the",
+        "rejection stages and why-not's answers.",
+        "",
+    ]
+    for enum in ALL_VOCABULARIES:
+        lines += [f"## {enum.__name__}", "", (enum.__doc__ or "").strip(), ""]
+        lines += [f"- `{member.value}`" for member in enum]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def schema_documents() -> dict[str, str]:
+    return {
+        f"{name}.schema.json": json.dumps(model.model_json_schema(mode="validation"), indent=2, sort_keys=True) + "\n"
+        for name, model in SCHEMA_MODELS.items()
+    }
+
+
+def generated_files() -> dict[str, str]:
+    files = {"vocabulary.md": vocabulary_markdown()}
+    files.update({f"schema/{name}": text for name, text in schema_documents().items()})
+    return files
+
+
+def main(docs_dir: Path = Path("docs")) -> int:
+    for relative, content in generated_files().items():
+        target = docs_dir / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

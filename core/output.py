@@ -1,0 +1,36 @@
+"""Printing for the CLI: versioned JSON documents, and rich tables for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from core.contracts import SCHEMA_VERSION
+
+
+def console() -> Console:
+    """A console on stdout; plain when stdout is not a terminal."""
+    return Console(highlight=False, soft_wrap=False)
+
+
+def print_json(kind: str, data: dict[str, Any]) -> None:
+    """Print one JSON document with ``schema_version`` and ``kind`` first."""
+    document = {"schema_version": SCHEMA_VERSION, "kind": kind, **data}
+    json.dump(document, sys.stdout, ensure_ascii=False, indent=2, default=_default)
+    sys.stdout.write("\n")
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if hasattr(value, "isoformat"):
+        return value.isoformat().replace("+00:00", "Z")
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def short(digest: str | None, width: int = 12) -> str:
+    return "-" if not digest else digest[:width]

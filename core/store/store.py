@@ -1,0 +1,644 @@
+"""The audit store: sessions, hash-chained events, content-addressed blobs and snapshots.
+
+Everything that is appended goes through one write transaction that holds the write lock
+from its start (see ``engine.py``), reads the chain heads, and writes the next links. The
+store head is a chain over every event in append order, so it covers every session head:
+deleting a whole session is caught, not only a changed event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, func, inspect, text, update
+from sqlmodel import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import DBAPIError, IntegrityError as SAIntegrityError, OperationalError
+
+from sqlmodel import Session
+
+from core.clock import Clock, IdSource, RandomIds, SystemClock
+from core.contracts import (
+    EVENT_PAYLOADS,
+    AuditSnapshot,
+    Contract,
+    Event,
+    SessionHeader,
+    SessionStartedPayload,
+    SnapshotCreatedPayload,
+    utc,
+)
+from core.errors import (
+    ImmutableRecordError,
+    InvalidInputError,
+    NewerSchemaError,
+    NotAScopelensStoreError,
+    ScopelensError,
+    StoreUnavailableError,
+    UnknownIdError,
+)
+from core.hashing import ZERO_HASH, canonical_json, sha256_hex, store_chain_next, text_hash
+from core.store.engine import make_engine, normalise_url, sqlite_path_of
+from core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
+from core.store.tables import (
+    BlobRow,
+    EventRow,
+    MetaRow,
+    MigrationRow,
+    SessionHeadRow,
+    SessionRow,
+    SnapshotCandidateRow,
+    SnapshotRow,
+    StoreHeadRow,
+)
+from core.vocab import EventType, Stage
+
+APP_ID = "scopelens"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class StoreNeedsMigrationError(ScopelensError):
+    """A store written by an older scopelens, opened where nothing may be written."""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """A session as the sessions list shows it."""
+
+    header: SessionHeader
+    events: int
+    turns: int
+    snapshots: int
+    head_hash: str
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class StoredSnapshot:
+    """A snapshot as read back, with the hash of its stored bytes."""
+
+    snapshot: AuditSnapshot
+    content_hash: str
+    body: bytes
+
+
+def _iso(dt: datetime) -> str:
+    return utc(dt).isoformat().replace("+00:00", "Z")
+
+
+def _parse_iso(value: str) -> datetime:
+    return utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+
+
+class Store:
+    """An open audit store. Use :meth:`open`; close it (or use it as a context manager)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        url: str,
+        *,
+        read_only: bool,
+        clock: Clock,
+        ids: IdSource,
+    ) -> None:
+        self.engine = engine
+        self.url = url
+        self.read_only = read_only
+        self.clock = clock
+        self.ids = ids
+        self.dialect = engine.dialect.name
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(
+        cls,
+        url_or_path: str,
+        *,
+        create: bool = False,
+        read_only: bool = False,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> Store:
+        """Open a store, creating and migrating it when ``create`` is set.
+
+        Raises a :class:`ScopelensError` for a missing store, a file that is not a SQLite
+        database, a database that is not a scopelens store, or a newer schema.
+        """
+        url = normalise_url(url_or_path)
+        path = sqlite_path_of(url)
+        if path is not None:
+            _check_sqlite_file(path, create=create)
+            if create and not read_only:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        engine = make_engine(url, read_only=read_only)
+        store = cls(engine, url, read_only=read_only, clock=clock or SystemClock(), ids=ids or RandomIds())
+        try:
+            store._prepare(create=create)
+        except ScopelensError:
+            engine.dispose()
+            raise
+        except OperationalError as exc:
+            engine.dispose()
+            raise StoreUnavailableError(f"cannot open store {_display(url)}: {_first_line(exc)}") from None
+        except DBAPIError as exc:
+            engine.dispose()
+            raise NotAScopelensStoreError(
+                f"{_display(url)} is not a readable scopelens store: {_first_line(exc)}"
+            ) from None
+        return store
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _prepare(self, *, create: bool) -> None:
+        with self.engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names())
+        if not tables:
+            if not create or self.read_only:
+                raise NotAScopelensStoreError(f"{_display(self.url)} is an empty database, not a scopelens store")
+            self._migrate()
+            return
+        if "scopelens_meta" not in tables or "scopelens_migrations" not in tables:
+            listed = ", ".join(sorted(tables)[:5])
+            raise NotAScopelensStoreError(
+                f"{_display(self.url)} is a database but not a scopelens store (it has tables: {listed})"
+            )
+        with self.engine.connect() as conn:
+            app = conn.execute(select(MetaRow.value).where(MetaRow.key == "app")).scalar()
+            applied = [row.name for row in conn.execute(select(MigrationRow.name).order_by(MigrationRow.ordinal))]
+        if app != APP_ID:
+            raise NotAScopelensStoreError(f"{_display(self.url)} is not a scopelens store (app id {app!r})")
+        known = [m.name for m in MIGRATIONS]
+        unknown = [name for name in applied if name not in known]
+        if unknown or len(applied) > len(known):
+            raise NewerSchemaError(
+                f"{_display(self.url)} was written by a newer scopelens (schema {len(applied)}, "
+                f"migration {(unknown or applied)[-1]!r}); this scopelens knows schema {len(known)}: upgrade scopelens"
+            )
+        if applied != known[: len(applied)]:
+            raise NotAScopelensStoreError(f"{_display(self.url)} has migrations out of order: {applied}")
+        if len(applied) < len(known):
+            if self.read_only:
+                raise StoreNeedsMigrationError(
+                    f"{_display(self.url)} is at schema {len(applied)} and needs {len(known)}: "
+                    "run `scopelens migrate` on it first"
+                )
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Apply pending migrations in one locked transaction (idempotent under races)."""
+        with self.write() as conn:
+            if self.dialect == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(7133701)"))
+            conn.execute(text(MIGRATIONS_TABLE_DDL))
+            done = set(conn.execute(select(MigrationRow.name)).scalars())
+            for ordinal, migration in enumerate(MIGRATIONS, start=1):
+                if migration.name in done:
+                    continue
+                for statement in migration.statements(self.dialect):
+                    conn.execute(text(statement))
+                if ordinal == 1:
+                    conn.execute(MetaRow.__table__.insert().values(key="app", value=APP_ID))
+                    conn.execute(StoreHeadRow.__table__.insert().values(id=1, store_seq=0, head_hash=ZERO_HASH))
+                conn.execute(
+                    MigrationRow.__table__.insert().values(
+                        ordinal=ordinal, name=migration.name, applied_at=_iso(self.clock.now())
+                    )
+                )
+            conn.execute(
+                _upsert(self.dialect, MetaRow, {"key": "schema_version", "value": str(len(MIGRATIONS))}, ["key"])
+            )
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A transaction holding the write lock from its start; commits on success."""
+        if self.read_only:
+            raise ImmutableRecordError("this store was opened read-only")
+        with self.engine.connect().execution_options(write=True) as conn:
+            with conn.begin():
+                with Session(bind=conn) as session:
+                    yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A read transaction (a consistent view on both backends)."""
+        with self.engine.connect() as conn:
+            with conn.begin():
+                with Session(bind=conn) as session:
+                    yield session
+
+    def _lock_store_head(self, conn: Session) -> tuple[int, str]:
+        statement = select(StoreHeadRow.store_seq, StoreHeadRow.head_hash).where(StoreHeadRow.id == 1)
+        if self.dialect == "postgresql":
+            statement = statement.with_for_update()
+        row = conn.execute(statement).one()
+        return int(row.store_seq), str(row.head_hash)
+
+    # ------------------------------------------------------------------ sessions & events
+
+    def create_session(
+        self,
+        *,
+        project: str,
+        branch: str | None = None,
+        workspace_root: str | None = None,
+        title: str = "",
+        agent: str = "",
+        session_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> SessionHeader:
+        """Create a session and append its ``session.started`` event."""
+        header = SessionHeader(
+            id=session_id or self.ids.new_id("s"),
+            project=project,
+            branch=branch,
+            workspace_root=workspace_root,
+            title=title,
+            agent=agent,
+            created_at=created_at or self.clock.now(),
+        )
+        with self.write() as conn:
+            self._lock_store_head(conn)
+            try:
+                conn.execute(
+                    SessionRow.__table__.insert().values(
+                        id=header.id,
+                        project=header.project,
+                        branch=header.branch,
+                        workspace_root=header.workspace_root,
+                        title=header.title,
+                        agent=header.agent,
+                        created_at=_iso(header.created_at),
+                    )
+                )
+            except SAIntegrityError:
+                raise InvalidInputError(f"session {header.id} already exists") from None
+            conn.execute(
+                SessionHeadRow.__table__.insert().values(
+                    session_id=header.id,
+                    head_seq=-1,
+                    head_hash=ZERO_HASH,
+                    last_turn=0,
+                    snapshot_count=0,
+                    updated_at=_iso(header.created_at),
+                )
+            )
+            self._append_in(
+                conn,
+                header.id,
+                EventType.SESSION_STARTED,
+                SessionStartedPayload(
+                    project=project, branch=branch, workspace_root=workspace_root, title=title, agent=agent
+                ),
+                turn=0,
+                created_at=header.created_at,
+            )
+        return header
+
+    def append_event(
+        self,
+        session_id: str,
+        event_type: EventType,
+        payload: Contract | dict[str, Any],
+        *,
+        turn: int | None = None,
+        created_at: datetime | None = None,
+    ) -> Event:
+        """Append one event to a session's chain, safely under concurrent writers.
+
+        ``turn`` defaults to the session's current turn; a ``user.message`` opens the next.
+        """
+        with self.write() as conn:
+            self._lock_store_head(conn)
+            return self._append_in(conn, session_id, event_type, payload, turn=turn, created_at=created_at)
+
+    def _append_in(
+        self,
+        conn: Session,
+        session_id: str,
+        event_type: EventType,
+        payload: Contract | dict[str, Any],
+        *,
+        turn: int | None,
+        created_at: datetime | None,
+    ) -> Event:
+        """Append inside a transaction that already holds the store-head lock."""
+        payload_model = EVENT_PAYLOADS[EventType(event_type)]
+        try:
+            checked = payload_model.model_validate(
+                payload.model_dump(mode="json") if isinstance(payload, Contract) else payload, extra="forbid"
+            )
+        except Exception as exc:  # pydantic.ValidationError
+            raise InvalidInputError(f"{event_type} payload: {_first_line(exc)}") from None
+        head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()
+        if head is None:
+            raise UnknownIdError(f"no session {session_id!r} in this store")
+        store_seq, store_head = self._lock_store_head(conn)
+        if turn is None:
+            turn = head.last_turn + 1 if event_type == EventType.USER_MESSAGE else head.last_turn
+        event = Event(
+            session_id=session_id,
+            seq=head.head_seq + 1,
+            store_seq=store_seq + 1,
+            turn=turn,
+            type=EventType(event_type),
+            created_at=created_at or self.clock.now(),
+            payload=checked.model_dump(mode="json"),
+            prev_hash=head.head_hash,
+        )
+        body = canonical_json(event)
+        event_hash = sha256_hex(body)
+        conn.execute(
+            EventRow.__table__.insert().values(
+                session_id=session_id,
+                seq=event.seq,
+                store_seq=event.store_seq,
+                turn=event.turn,
+                type=event.type.value,
+                created_at=_iso(event.created_at),
+                body=body,
+                hash=event_hash,
+            )
+        )
+        conn.execute(
+            update(SessionHeadRow)
+            .where(SessionHeadRow.session_id == session_id)
+            .values(
+                head_seq=event.seq,
+                head_hash=event_hash,
+                last_turn=max(head.last_turn, turn),
+                snapshot_count=head.snapshot_count
+                + (1 if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED else 0),
+                updated_at=_iso(event.created_at),
+            )
+        )
+        conn.execute(
+            update(StoreHeadRow)
+            .where(StoreHeadRow.id == 1)
+            .values(store_seq=event.store_seq, head_hash=store_chain_next(store_head, event_hash))
+        )
+        return event
+
+    # ------------------------------------------------------------------ blobs
+
+    def put_blob(self, data: bytes) -> str:
+        """Store bytes once, addressed by their SHA-256; returns the hash."""
+        with self.write() as conn:
+            return self._put_blob_in(conn, data)
+
+    def _put_blob_in(self, conn: Session, data: bytes) -> str:
+        digest = sha256_hex(data)
+        conn.execute(_insert_ignore(self.dialect, BlobRow, {"sha256": digest, "size": len(data), "data": data}))
+        return digest
+
+    def get_blob(self, digest: str) -> bytes:
+        with self.read() as conn:
+            data = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == digest)).scalar()
+        if data is None:
+            raise UnknownIdError(f"no blob {digest[:12]}… in this store")
+        return bytes(data)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def write_snapshot(self, snapshot: AuditSnapshot, context_block: str) -> str:
+        """Commit a snapshot, its blobs, its candidate rows and its event in one transaction.
+
+        Returns the snapshot's content hash (SHA-256 of its stored bytes).
+        """
+        block = context_block.encode("utf-8")
+        if sha256_hex(block) != snapshot.projection.block_ref:
+            raise InvalidInputError(f"snapshot {snapshot.id}: context block does not match projection.block_ref")
+        for item in snapshot.selected:
+            if text_hash(item.visible_text) != item.visible_text_hash:
+                raise InvalidInputError(f"snapshot {snapshot.id}: item {item.item_id} visible_text_hash is wrong")
+        body = canonical_json(snapshot)
+        content_hash = sha256_hex(body)
+        with self.write() as conn:
+            self._lock_store_head(conn)
+            self._put_blob_in(conn, block)
+            try:
+                conn.execute(
+                    SnapshotRow.__table__.insert().values(
+                        id=snapshot.id,
+                        session_id=snapshot.session_id,
+                        turn=snapshot.turn,
+                        created_at=_iso(snapshot.created_at),
+                        body=body,
+                        hash=content_hash,
+                    )
+                )
+            except SAIntegrityError:
+                raise InvalidInputError(f"snapshot {snapshot.id} already exists") from None
+            rows = snapshot_candidate_rows(snapshot)
+            if rows:
+                conn.execute(SnapshotCandidateRow.__table__.insert(), rows)
+            self._append_in(
+                conn,
+                snapshot.session_id,
+                EventType.RETRIEVAL_SNAPSHOT_CREATED,
+                SnapshotCreatedPayload(
+                    snapshot_id=snapshot.id,
+                    snapshot_hash=content_hash,
+                    visible_text_hash=snapshot.projection.visible_text_hash,
+                    selected_count=len(snapshot.selected),
+                    turn=snapshot.turn,
+                ),
+                turn=snapshot.turn,
+                created_at=snapshot.created_at,
+            )
+        return content_hash
+
+    def get_snapshot(self, snapshot_id: str) -> StoredSnapshot:
+        with self.read() as conn:
+            row = conn.exec(select(SnapshotRow).where(SnapshotRow.id == snapshot_id)).first()
+        if row is None:
+            raise UnknownIdError(f"no snapshot {snapshot_id!r} in this store")
+        body = bytes(row.body)
+        return StoredSnapshot(AuditSnapshot.model_validate_json(body), sha256_hex(body), body)
+
+    # ------------------------------------------------------------------ reading
+
+    def get_session(self, session_id: str) -> SessionHeader:
+        with self.read() as conn:
+            row = conn.exec(select(SessionRow).where(SessionRow.id == session_id)).first()
+        if row is None:
+            raise UnknownIdError(f"no session {session_id!r} in this store")
+        return _header(row)
+
+    def list_sessions(self, *, project: str | None = None) -> list[SessionSummary]:
+        statement = select(SessionRow, SessionHeadRow).join(
+            SessionHeadRow, SessionHeadRow.session_id == SessionRow.id
+        )
+        if project is not None:
+            statement = statement.where(SessionRow.project == project)
+        with self.read() as conn:
+            rows = conn.execute(statement.order_by(SessionRow.created_at, SessionRow.id)).all()
+        return [
+            SessionSummary(
+                header=_header(session),
+                events=head.head_seq + 1,
+                turns=head.last_turn,
+                snapshots=head.snapshot_count,
+                head_hash=head.head_hash,
+                updated_at=_parse_iso(head.updated_at),
+            )
+            for session, head in rows
+        ]
+
+    def events(self, session_id: str) -> list[Event]:
+        """Every event of a session, in chain order (raises for an unknown session)."""
+        self.get_session(session_id)
+        with self.read() as conn:
+            bodies = conn.execute(
+                select(EventRow.body).where(EventRow.session_id == session_id).order_by(EventRow.seq)
+            ).scalars()
+            return [Event.model_validate_json(bytes(body)) for body in bodies]
+
+    def store_head(self) -> tuple[int, str]:
+        """The stored store head: (number of events appended, head hash)."""
+        with self.read() as conn:
+            row = conn.execute(select(StoreHeadRow.store_seq, StoreHeadRow.head_hash)).one()
+        return int(row.store_seq), str(row.head_hash)
+
+    def count(self, table: type[Any]) -> int:
+        with self.read() as conn:
+            return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def snapshot_candidate_rows(snapshot: AuditSnapshot) -> list[dict[str, Any]]:
+    """The pageable rows of a snapshot: selected items, then rejections, in record order.
+
+    Derived from the snapshot document alone, so ``verify`` can recompute and compare them.
+    """
+    ranks = {entry.candidate_id: entry.rank for entry in snapshot.ranked}
+    rows: list[dict[str, Any]] = []
+    for item in snapshot.selected:
+        rows.append(
+            _row(snapshot.id, len(rows), item.candidate_id, item.source.value, item.source_ref, item.path,
+                 item.line_start, item.line_end, Stage.SELECTED.value, item.selected_reason, False,
+                 ranks.get(item.candidate_id, item.rank), item.citation_id, item.scores.model_dump())
+        )
+    for rejected in snapshot.rejected:
+        rows.append(
+            _row(snapshot.id, len(rows), rejected.candidate_id, rejected.source.value, rejected.source_ref,
+                 rejected.path, rejected.line_start, rejected.line_end, rejected.stage.value, rejected.reason,
+                 rejected.from_probe, ranks.get(rejected.candidate_id), None,
+                 rejected.scores.model_dump() if rejected.scores else {})
+        )
+    return rows
+
+
+def _row(
+    snapshot_id: str, ordinal: int, candidate_id: str, source: str, source_ref: str, path: str | None,
+    line_start: int | None, line_end: int | None, stage: str, reason: str, from_probe: bool,
+    rank: int | None, citation_id: str | None, scores: dict[str, float],
+) -> dict[str, Any]:
+    return {
+        "snapshot_id": snapshot_id,
+        "ordinal": ordinal,
+        "candidate_id": candidate_id,
+        "source": source,
+        "source_ref": source_ref,
+        "path": path,
+        "line_start": line_start,
+        "line_end": line_end,
+        "stage": stage,
+        "reason": reason,
+        "from_probe": int(from_probe),
+        "rank": rank,
+        "citation_id": citation_id,
+        **{name: scores.get(name) for name in SCORE_COLUMNS},
+    }
+
+
+SCORE_COLUMNS = ("semantic", "lexical", "anchor", "authority", "recency", "scope", "actionability", "diversity", "final")
+
+
+def _header(row: SessionRow) -> SessionHeader:
+    return SessionHeader(
+        id=row.id,
+        project=row.project,
+        branch=row.branch,
+        workspace_root=row.workspace_root,
+        title=row.title,
+        agent=row.agent,
+        created_at=_parse_iso(row.created_at),
+    )
+
+
+def _insert_ignore(dialect: str, table: type[Any], values: dict[str, Any]) -> Any:
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    return insert(table.__table__).values(**values).on_conflict_do_nothing()
+
+
+def _upsert(dialect: str, table: type[Any], values: dict[str, Any], keys: list[str]) -> Any:
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = insert(table.__table__).values(**values)
+    return statement.on_conflict_do_update(
+        index_elements=keys, set_={k: v for k, v in values.items() if k not in keys}
+    )
+
+
+def _check_sqlite_file(path: Path, *, create: bool) -> None:
+    if not path.exists():
+        if create:
+            return
+        raise StoreUnavailableError(
+            f"no store at {path} (create one with `scopelens demo`, `scopelens index` or `scopelens retrieve`, or pass --db)"
+        )
+    if path.is_dir():
+        raise NotAScopelensStoreError(f"{path} is a directory, not a scopelens store")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreUnavailableError(f"cannot read store {path}: {exc.strerror}") from None
+    if magic and magic != SQLITE_MAGIC:
+        raise NotAScopelensStoreError(f"{path} is not a SQLite database (not a scopelens store)")
+
+
+def _display(url: str) -> str:
+    path = sqlite_path_of(url)
+    if path is not None:
+        return str(path)
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    message = str(getattr(exc, "orig", None) or exc).strip()
+    return message.splitlines()[0] if message else exc.__class__.__name__
+
+
+def event_summary(event: Event) -> str:
+    """A one-line human summary of an event, for listings."""
+    payload = event.payload
+    match event.type:
+        case EventType.USER_MESSAGE | EventType.MODEL_RESPONSE:
+            return str(payload.get("text", "")).splitlines()[0][:100] if payload.get("text") else ""
+        case EventType.MODEL_REQUEST:
+            return f"request {payload['request_id']} snapshots={','.join(payload.get('snapshot_ids', []))}"
+        case EventType.TOOL_STARTED | EventType.TOOL_FINISHED:
+            return f"{payload['tool']} ({payload['call_id']})"
+        case EventType.RETRIEVAL_SNAPSHOT_CREATED:
+            return f"snapshot {payload['snapshot_id']} ({payload['selected_count']} selected)"
+        case _:
+            return json.dumps(payload, ensure_ascii=False)[:100]

@@ -1,0 +1,277 @@
+"""Re-derive every hash and link in a store, and name the record behind each problem.
+
+What is checked:
+
+* every event's hash against its stored bytes, its columns against its body, its
+  ``prev_hash`` against the event before it, and sequence gaps (deleted events);
+* every session head against the last event of its chain (a deleted or extra last event);
+* the store chain over all events in append order against the stored store head (a whole
+  session deleted with its head);
+* every snapshot's hash against its bytes and against the event that recorded it, its
+  items' visible-text hashes, its context block blob, and its candidate rows;
+* every blob's hash against its bytes.
+
+What is *not* caught: someone who rewrites the whole store consistently, every later hash
+included. Only comparing the printed store head with a copy recorded elsewhere catches
+that (see ``docs/integrity.md``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+from sqlmodel import Session, select
+
+from core.contracts import AuditSnapshot, Problem, VerifyReport
+from core.hashing import ZERO_HASH, sha256_hex, store_chain_next, text_hash
+from core.store.store import Store, snapshot_candidate_rows
+from core.store.tables import (
+    BlobRow,
+    EventRow,
+    SessionHeadRow,
+    SessionRow,
+    SnapshotCandidateRow,
+    SnapshotRow,
+    StoreHeadRow,
+)
+from core.vocab import EventType
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class _ChainState:
+    last_seq: int = -1
+    last_hash: str = ZERO_HASH
+    previous_hash: str = ZERO_HASH
+    events: int = 0
+
+
+@dataclass
+class _Findings:
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, kind: str, record: str, detail: str) -> None:
+        self.problems.append(Problem(kind=kind, record=record, detail=detail))  # type: ignore[arg-type]
+
+
+def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyReport:
+    """Check the whole store; the report is clean only when no problem was found."""
+    findings = _Findings()
+    with store.read() as conn:
+        sessions = {row.id: row for row in conn.exec(select(SessionRow))}
+        heads = {row.session_id: row for row in conn.exec(select(SessionHeadRow))}
+        stored = conn.exec(select(StoreHeadRow)).one()
+        stored_seq, stored_head = stored.store_seq, stored.head_hash
+
+        chains: dict[str, _ChainState] = {}
+        snapshot_events: dict[str, tuple[str, str]] = {}
+        events_seen = 0
+        by_chain = select(EventRow).order_by(EventRow.session_id, EventRow.seq).execution_options(yield_per=500)
+        for row in conn.exec(by_chain):
+            events_seen += 1
+            if progress and events_seen % 1000 == 0:
+                progress(events_seen)
+            _check_event(row, chains.setdefault(row.session_id, _ChainState()), findings, snapshot_events)
+
+        store_hash = ZERO_HASH
+        expected_store_seq = 1
+        by_append = (
+            select(EventRow.store_seq, EventRow.hash).order_by(EventRow.store_seq).execution_options(yield_per=2000)
+        )
+        for store_seq, event_hash in conn.execute(by_append):
+            if store_seq != expected_store_seq:
+                findings.add(
+                    "deleted",
+                    f"store_seq {expected_store_seq}..{store_seq - 1}",
+                    f"{store_seq - expected_store_seq} event(s) missing from the store chain",
+                )
+            expected_store_seq = store_seq + 1
+            store_hash = store_chain_next(store_hash, event_hash)
+
+        if events_seen and stored_seq != expected_store_seq - 1:
+            findings.add(
+                "deleted" if stored_seq > expected_store_seq - 1 else "inserted",
+                f"store_seq {expected_store_seq}..{stored_seq}" if stored_seq > expected_store_seq - 1 else "store head",
+                f"the store head records {stored_seq} events; the chain ends at {expected_store_seq - 1}",
+            )
+        elif not events_seen and stored_seq:
+            findings.add("deleted", "store", f"the store head records {stored_seq} events; none are present")
+        if store_hash != stored_head:
+            findings.add(
+                "head-mismatch",
+                "store head",
+                f"recomputed {store_hash[:16]}… but the store records {stored_head[:16]}…",
+            )
+        _check_sessions(sessions, heads, chains, findings)
+        snapshot_count = _check_snapshots(conn, snapshot_events, findings)
+        blob_count = _check_blobs(conn, findings)
+
+    return VerifyReport(
+        store_head=store_hash,
+        stored_store_head=stored_head,
+        sessions=len(sessions),
+        events=events_seen,
+        snapshots=snapshot_count,
+        blobs=blob_count,
+        problems=tuple(findings.problems),
+    )
+
+
+def _check_event(
+    row: EventRow,
+    chain: _ChainState,
+    findings: _Findings,
+    snapshot_events: dict[str, tuple[str, str]],
+) -> None:
+    record = f"event {row.session_id}#{row.seq}"
+    body = bytes(row.body)
+    if sha256_hex(body) != row.hash:
+        findings.add("changed", record, "its bytes do not match its stored hash")
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        findings.add("malformed", record, "its body is not JSON")
+        _advance(chain, row)
+        return
+    mismatched = [
+        name
+        for name, column in (
+            ("session_id", row.session_id),
+            ("seq", row.seq),
+            ("store_seq", row.store_seq),
+            ("type", row.type),
+            ("turn", row.turn),
+        )
+        if data.get(name) != column
+    ]
+    if mismatched:
+        findings.add("changed", record, f"its columns disagree with its body: {', '.join(mismatched)}")
+    if row.seq > chain.last_seq + 1:
+        findings.add(
+            "deleted",
+            f"event {row.session_id}#{chain.last_seq + 1}"
+            + (f"..{row.seq - 1}" if row.seq - 1 > chain.last_seq + 1 else ""),
+            f"missing before {record}",
+        )
+    elif data.get("prev_hash") != chain.last_hash:
+        if chain.events and data.get("prev_hash") == chain.previous_hash:
+            findings.add(
+                "inserted",
+                f"event {row.session_id}#{chain.last_seq}",
+                f"not in the chain: {record} links past it to the event before",
+            )
+        else:
+            findings.add("broken-link", record, "its prev_hash does not match the event before it")
+    if data.get("type") == EventType.RETRIEVAL_SNAPSHOT_CREATED.value:
+        payload = data.get("payload", {})
+        snapshot_events[str(payload.get("snapshot_id"))] = (str(payload.get("snapshot_hash")), record)
+    _advance(chain, row)
+
+
+def _advance(chain: _ChainState, row: EventRow) -> None:
+    chain.previous_hash = chain.last_hash
+    chain.last_seq = row.seq
+    chain.last_hash = row.hash
+    chain.events += 1
+
+
+def _check_sessions(
+    sessions: dict[str, SessionRow],
+    heads: dict[str, SessionHeadRow],
+    chains: dict[str, _ChainState],
+    findings: _Findings,
+) -> None:
+    for session_id in sorted(set(sessions) | set(heads) | set(chains)):
+        record = f"session {session_id}"
+        head = heads.get(session_id)
+        chain = chains.get(session_id)
+        if session_id not in sessions:
+            findings.add("missing-session", record, "its header row is missing")
+        if head is None:
+            findings.add("missing-session", record, "its chain head is missing")
+            continue
+        if chain is None:
+            if head.head_seq >= 0:
+                findings.add("deleted", record, f"all {head.head_seq + 1} events are missing")
+            continue
+        if chain.last_seq < head.head_seq:
+            findings.add(
+                "deleted",
+                f"event {session_id}#{chain.last_seq + 1}"
+                + (f"..{head.head_seq}" if head.head_seq > chain.last_seq + 1 else ""),
+                f"the session head records {head.head_seq + 1} events; the chain ends at #{chain.last_seq}",
+            )
+        elif chain.last_seq > head.head_seq:
+            findings.add(
+                "inserted",
+                f"event {session_id}#{head.head_seq + 1}"
+                + (f"..{chain.last_seq}" if chain.last_seq > head.head_seq + 1 else ""),
+                "beyond the recorded session head",
+            )
+        elif chain.last_hash != head.head_hash:
+            findings.add("head-mismatch", record, "the last event's hash differs from the recorded head")
+
+
+def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]], findings: _Findings) -> int:
+    count = 0
+    seen: set[str] = set()
+    for row in conn.exec(select(SnapshotRow).order_by(SnapshotRow.id).execution_options(yield_per=200)):
+        count += 1
+        seen.add(row.id)
+        record = f"snapshot {row.id}"
+        body = bytes(row.body)
+        digest = sha256_hex(body)
+        if digest != row.hash:
+            findings.add("changed", record, "its bytes do not match its stored hash")
+        recorded = snapshot_events.get(row.id)
+        if recorded is None:
+            findings.add("inserted", record, "no retrieval.snapshot.created event records it")
+        elif recorded[0] != digest:
+            findings.add("changed", record, f"its hash differs from the one {recorded[1]} recorded")
+        try:
+            snapshot = AuditSnapshot.model_validate_json(body)
+        except ValidationError:
+            findings.add("malformed", record, "its body is not a valid snapshot document")
+            continue
+        for item in snapshot.selected:
+            if text_hash(item.visible_text) != item.visible_text_hash:
+                findings.add("changed", f"{record} item {item.citation_id}", "visible text does not match its hash")
+        block = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == snapshot.projection.block_ref)).scalar()
+        if block is None:
+            findings.add("deleted", f"blob {snapshot.projection.block_ref[:16]}…", f"context block of {row.id} is missing")
+        stored_rows = [
+            r.model_dump()
+            for r in conn.exec(
+                select(SnapshotCandidateRow)
+                .where(SnapshotCandidateRow.snapshot_id == row.id)
+                .order_by(SnapshotCandidateRow.ordinal)
+            )
+        ]
+        if _normalise_rows(stored_rows) != _normalise_rows(snapshot_candidate_rows(snapshot)):
+            findings.add("changed", f"{record} candidate rows", "they disagree with the snapshot document")
+    for snapshot_id in sorted(set(snapshot_events) - seen):
+        findings.add("deleted", f"snapshot {snapshot_id}", f"recorded by {snapshot_events[snapshot_id][1]} but missing")
+    return count
+
+
+def _normalise_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    def value(v: object) -> object:
+        return round(v, 9) if isinstance(v, float) else v
+
+    return [{k: value(v) for k, v in row.items()} for row in rows]
+
+
+def _check_blobs(conn: Session, findings: _Findings) -> int:
+    count = 0
+    for digest, size, data in conn.execute(
+        select(BlobRow.sha256, BlobRow.size, BlobRow.data).execution_options(yield_per=100)
+    ):
+        count += 1
+        raw = bytes(data)
+        if sha256_hex(raw) != digest or len(raw) != size:
+            findings.add("changed", f"blob {digest[:16]}…", "its bytes do not match its address")
+    return count

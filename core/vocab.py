@@ -1,0 +1,205 @@
+"""The shared vocabularies of scopelens, each defined once.
+
+Every word that more than one part of the system uses (stored documents, the CLI, the
+inspector, importers) lives here as a ``StrEnum``. The pipeline stages double as funnel
+steps, rejection stages and why-not answers, so they are one enum, in pipeline order.
+``docs/vocabulary.md`` is generated from this module.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Source(StrEnum):
+    """Where a candidate comes from."""
+
+    WORKSPACE_CODE = "workspace-code"
+    WORKSPACE_DOC = "workspace-doc"
+    PROJECT_RULE = "project-rule"
+    DECISION_RECORD = "decision-record"
+    SESSION_EVENT = "session-event"
+    ARTIFACT = "artifact"
+    MEMORY = "memory"
+
+
+class EvidenceKind(StrEnum):
+    """What a piece of evidence is; also the citation prefix (``[code#2]``)."""
+
+    CODE = "code"
+    DOC = "doc"
+    RULE = "rule"
+    DECISION = "decision"
+    TEST_LOG = "test-log"
+    EVENT = "event"
+    MEMORY = "memory"
+
+
+class SubQueryIntent(StrEnum):
+    """The kind of evidence a sub-query looks for."""
+
+    FIND_ERROR = "find-error"
+    FIND_CODE = "find-code"
+    FIND_RULE = "find-rule"
+    FIND_MEMORY = "find-memory"
+    FIND_DECISION = "find-decision"
+
+
+class Visibility(StrEnum):
+    """How much of a thing the model may see (the second permission gate)."""
+
+    RAW = "raw"
+    REDACTED = "redacted"
+    SUMMARY_ONLY = "summary-only"
+    RUNTIME_ONLY = "runtime-only"
+
+
+class Trust(StrEnum):
+    """The voice in which projected text is placed before the model."""
+
+    INSTRUCTION = "instruction"
+    EVIDENCE = "evidence"
+    UNTRUSTED_OBSERVATION = "untrusted-observation"
+
+
+class MemoryStatus(StrEnum):
+    """The governance status of a memory record."""
+
+    CANDIDATE = "candidate"
+    VERIFIED = "verified"
+    DEPRECATED = "deprecated"
+    CONFLICTED = "conflicted"
+    PRIVATE = "private"
+
+
+class Stage(StrEnum):
+    """Pipeline stages, in order: funnel steps, rejection stages and why-not answers."""
+
+    NOT_RECALLED = "not-recalled"
+    OUT_OF_SCOPE = "out-of-scope"
+    DENIED_SOURCE = "denied-source"
+    NOT_VISIBLE = "not-visible"
+    STALE = "stale"
+    MEMORY_STATUS = "memory-status"
+    BELOW_CUTOFF = "below-cutoff"
+    DUPLICATE = "duplicate"
+    OVER_BUDGET = "over-budget"
+    TRIMMED_AWAY = "trimmed-away"
+    SELECTED = "selected"
+    CITED = "cited"
+
+
+REJECTION_STAGES: frozenset[Stage] = frozenset(
+    {
+        Stage.OUT_OF_SCOPE,
+        Stage.DENIED_SOURCE,
+        Stage.NOT_VISIBLE,
+        Stage.STALE,
+        Stage.MEMORY_STATUS,
+        Stage.BELOW_CUTOFF,
+        Stage.DUPLICATE,
+        Stage.OVER_BUDGET,
+        Stage.TRIMMED_AWAY,
+    }
+)
+"""Stages at which a recalled candidate can be dropped (and so recorded as a rejection)."""
+
+
+class Purpose(StrEnum):
+    """What the retrieval serves; weights in rerank depend on it."""
+
+    FIX_TEST = "fix-test"
+    EXPLAIN_CODE = "explain-code"
+    REVIEW_RISK = "review-risk"
+    ANSWER_QUESTION = "answer-question"
+
+
+class Authority(StrEnum):
+    """How much a source is trusted as evidence, coarse-grained."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class AcceptedAuthority(StrEnum):
+    """Classes of evidence an evidence policy may accept."""
+
+    CURRENT_WORKSPACE = "current-workspace"
+    PROJECT_DOC = "project-doc"
+    VERIFIED_MEMORY = "verified-memory"
+    SESSION_EVENT = "session-event"
+
+
+class MergePolicy(StrEnum):
+    """How sub-query results are merged."""
+
+    INTERLEAVE_BY_RELEVANCE = "interleave-by-relevance"
+    AUTHORITY_FIRST = "authority-first"
+    EVIDENCE_BALANCED = "evidence-balanced"
+
+
+class EventType(StrEnum):
+    """Types of the events in a session's append-only log."""
+
+    SESSION_STARTED = "session.started"
+    USER_MESSAGE = "user.message"
+    MODEL_REQUEST = "model.request"
+    MODEL_RESPONSE = "model.response"
+    TOOL_STARTED = "tool.started"
+    TOOL_FINISHED = "tool.finished"
+    RETRIEVAL_SNAPSHOT_CREATED = "retrieval.snapshot.created"
+
+
+class DriftClass(StrEnum):
+    """How an item of a frozen snapshot compares with today's search."""
+
+    UNCHANGED = "unchanged"
+    MOVED = "moved"
+    CONTENT_CHANGED = "content-changed"
+    ADDED = "added"
+    REMOVED = "removed"
+
+
+class RedactionKind(StrEnum):
+    """Families of secrets that redaction at ingest recognises."""
+
+    AWS_ACCESS_KEY = "aws-access-key"
+    AWS_SECRET_KEY = "aws-secret-key"
+    GCP_API_KEY = "gcp-api-key"
+    GCP_SERVICE_ACCOUNT_KEY = "gcp-service-account-key"
+    AZURE_STORAGE_KEY = "azure-storage-key"
+    GITHUB_TOKEN = "github-token"
+    GITLAB_TOKEN = "gitlab-token"
+    SLACK_TOKEN = "slack-token"
+    SLACK_WEBHOOK = "slack-webhook"
+    STRIPE_KEY = "stripe-key"
+    OPENAI_KEY = "openai-key"
+    ANTHROPIC_KEY = "anthropic-key"
+    TWILIO_KEY = "twilio-key"
+    SENDGRID_KEY = "sendgrid-key"
+    NPM_TOKEN = "npm-token"
+    PYPI_TOKEN = "pypi-token"
+    JWT = "jwt"
+    PRIVATE_KEY_BLOCK = "private-key-block"
+    URL_PASSWORD = "url-password"
+    ENV_ASSIGNMENT = "env-assignment"
+    BEARER_TOKEN = "bearer-token"
+
+
+ALL_VOCABULARIES: tuple[type[StrEnum], ...] = (
+    Source,
+    EvidenceKind,
+    SubQueryIntent,
+    Visibility,
+    Trust,
+    MemoryStatus,
+    Stage,
+    Purpose,
+    Authority,
+    AcceptedAuthority,
+    MergePolicy,
+    EventType,
+    DriftClass,
+    RedactionKind,
+)

@@ -1,0 +1,132 @@
+"""The CLI skeleton: store selection, --json documents, and one-line errors for user mistakes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from core.cli import main
+from core.store.store import Store
+from core.vocab import EventType
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    path = tmp_path / "s.db"
+    with Store.open(str(path), create=True) as store:
+        session = store.create_session(project="demo", session_id="s-1", title="fix the test")
+        store.append_event(session.id, EventType.USER_MESSAGE, {"text": "the test fails"})
+    return path
+
+
+def test_sessions_json_has_schema_version(capsys, store_path):
+    code, out, _ = run(capsys, "sessions", "--db", str(store_path), "--json")
+    document = json.loads(out)
+    assert code == 0
+    assert document["schema_version"] == 1
+    assert [s["id"] for s in document["sessions"]] == ["s-1"]
+    assert document["sessions"][0]["turns"] == 1
+
+
+def test_show_session_and_json(capsys, store_path):
+    code, out, _ = run(capsys, "show", "s-1", "--db", str(store_path), "--json")
+    document = json.loads(out)
+    assert code == 0 and document["schema_version"] == 1
+    assert [e["type"] for e in document["events"]] == ["session.started", "user.message"]
+    code, out, _ = run(capsys, "show", "s-1", "--db", str(store_path))
+    assert code == 0 and "the test fails" in out
+
+
+def test_verify_prints_the_store_head_and_exits_zero(capsys, store_path):
+    code, out, _ = run(capsys, "verify", "--db", str(store_path))
+    with Store.open(str(store_path), read_only=True) as store:
+        _, head = store.store_head()
+    assert code == 0
+    assert head in out and "clean" in out
+    code, out, _ = run(capsys, "verify", "--db", str(store_path), "--json")
+    assert json.loads(out)["store_head"] == head
+
+
+def test_store_selection_precedence(capsys, tmp_path, store_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # Default: ./.scopelens/scopelens.db, which does not exist here.
+    code, _, err = run(capsys, "sessions")
+    assert code == 2 and ".scopelens/scopelens.db" in err
+    monkeypatch.setenv("SCOPELENS_DB", str(store_path))
+    code, out, _ = run(capsys, "sessions", "--json")
+    assert code == 0 and json.loads(out)["sessions"][0]["id"] == "s-1"
+    code, _, err = run(capsys, "sessions", "--db", str(tmp_path / "other.db"))
+    assert code == 2 and "other.db" in err
+
+
+@pytest.mark.parametrize(
+    "make_bad, expected",
+    [
+        (lambda p: p.write_text("not a database at all"), "not a SQLite database"),
+        (lambda p: p.mkdir(), "is a directory"),
+        (lambda p: _foreign_sqlite(p), "not a scopelens store"),
+        (lambda p: None, "no store at"),
+    ],
+    ids=["text-file", "directory", "foreign-sqlite", "missing"],
+)
+def test_bad_stores_give_one_line_errors(capsys, tmp_path, make_bad, expected):
+    path = tmp_path / "bad.db"
+    make_bad(path)
+    before = _snapshot_dir(tmp_path)
+    for command in (["sessions"], ["show", "x"], ["verify"]):
+        code, out, err = run(capsys, *command, "--db", str(path))
+        assert code == 2
+        assert err.startswith("error: ") and expected in err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    assert _snapshot_dir(tmp_path) == before, "a failed open must not change anything"
+
+
+def test_unknown_id_is_one_line(capsys, store_path):
+    code, _, err = run(capsys, "show", "no-such-id", "--db", str(store_path))
+    assert code == 2 and err == "error: no session or snapshot with id 'no-such-id' in this store\n"
+
+
+def test_newer_schema_is_refused(capsys, store_path):
+    with sqlite3.connect(store_path) as conn:
+        conn.execute("INSERT INTO scopelens_migrations VALUES (99, '0099_from_the_future', 'x')")
+    code, _, err = run(capsys, "sessions", "--db", str(store_path))
+    assert code == 2 and "newer scopelens" in err and "0099_from_the_future" in err
+
+
+def test_debug_shows_the_traceback(store_path):
+    from core.errors import UnknownIdError
+
+    with pytest.raises(UnknownIdError):
+        main(["show", "nope", "--db", str(store_path), "--debug"])
+
+
+def test_tampered_store_verify_exits_nonzero(capsys, store_path):
+    with sqlite3.connect(store_path) as conn:
+        conn.execute("DROP TRIGGER events_no_delete")
+        conn.execute("DELETE FROM events WHERE seq = 1")
+    code, out, err = run(capsys, "verify", "--db", str(store_path))
+    assert code == 3
+    assert "deleted" in out and "event s-1#1" in out
+    assert err.startswith("error: verify found")
+
+
+def _foreign_sqlite(path: Path) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+
+
+def _snapshot_dir(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }

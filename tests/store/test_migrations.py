@@ -1,0 +1,54 @@
+"""Migrations are named, ordered, recorded, and produce exactly the columns the code expects."""
+
+from __future__ import annotations
+
+from sqlalchemy import inspect, text
+
+from core.store.migrations import MIGRATIONS
+from core.store.store import Store
+from core.store.tables import STORE_TABLES
+
+EXPECTED_COLUMNS: dict[str, list[str]] = {
+    "scopelens_meta": ["key", "value"],
+    "scopelens_migrations": ["ordinal", "name", "applied_at"],
+    "store_head": ["id", "store_seq", "head_hash"],
+    "blobs": ["sha256", "size", "data"],
+    "sessions": ["id", "project", "branch", "workspace_root", "title", "agent", "created_at"],
+    "session_heads": ["session_id", "head_seq", "head_hash", "last_turn", "snapshot_count", "updated_at"],
+    "events": ["session_id", "seq", "store_seq", "turn", "type", "created_at", "body", "hash"],
+    "snapshots": ["id", "session_id", "turn", "created_at", "body", "hash"],
+    "snapshot_rows": [
+        "snapshot_id", "ordinal", "candidate_id", "source", "source_ref", "path", "line_start", "line_end",
+        "stage", "reason", "from_probe", "rank", "citation_id", "semantic", "lexical", "anchor", "authority",
+        "recency", "scope", "actionability", "diversity", "final",
+    ],
+}
+
+
+def test_exact_columns_on_a_migrated_store(store_url):
+    with Store.open(store_url, create=True) as store:
+        with store.engine.connect() as conn:
+            inspector = inspect(conn)
+            actual = {
+                table: [column["name"] for column in inspector.get_columns(table)]
+                for table in inspector.get_table_names()
+            }
+    assert {t: c for t, c in actual.items() if t in EXPECTED_COLUMNS} == EXPECTED_COLUMNS
+    assert set(actual) == set(EXPECTED_COLUMNS)
+
+
+def test_sqlmodel_tables_match_the_migrated_columns():
+    declared = {model.__tablename__: [c.name for c in model.__table__.columns] for model in STORE_TABLES}
+    assert declared == EXPECTED_COLUMNS
+
+
+def test_migrations_are_recorded_in_order_and_reopening_is_a_no_op(store_url):
+    with Store.open(store_url, create=True):
+        pass
+    with Store.open(store_url) as store:
+        with store.engine.connect() as conn:
+            rows = conn.execute(text("SELECT ordinal, name FROM scopelens_migrations ORDER BY ordinal")).all()
+            version = conn.execute(text("SELECT value FROM scopelens_meta WHERE key='schema_version'")).scalar()
+    assert [(o, n) for o, n in rows] == [(i, m.name) for i, m in enumerate(MIGRATIONS, start=1)]
+    assert version == str(len(MIGRATIONS))
+    assert [m.name for m in MIGRATIONS] == sorted(m.name for m in MIGRATIONS)

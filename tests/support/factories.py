@@ -1,0 +1,103 @@
+"""Small builders of valid contracts for tests that need a snapshot without the pipeline."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from core.contracts import (
+    AuditSnapshot,
+    BudgetRecord,
+    CitationEntry,
+    Pins,
+    Projection,
+    RankedEntry,
+    RejectedItem,
+    RetrievalIntent,
+    RetrievalPlan,
+    RetrievalScope,
+    ScoreBreakdown,
+    SnapshotItem,
+    SubQuery,
+)
+from core.hashing import sha256_hex, text_hash
+from core.vocab import Authority, EvidenceKind, Source, Stage, SubQueryIntent, Trust, Visibility
+
+T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def make_snapshot(snapshot_id: str, session_id: str, *, turn: int = 1, texts: tuple[str, ...] = ("def f():\n    return 1",)) -> tuple[AuditSnapshot, str]:
+    """A minimal valid snapshot with one selected item per text and one rejection; and its block."""
+    items = []
+    for n, body in enumerate(texts, start=1):
+        items.append(
+            SnapshotItem(
+                item_id=f"{snapshot_id}-i{n}",
+                candidate_id=f"c{n}",
+                citation_id=f"code#{n}",
+                source=Source.WORKSPACE_CODE,
+                source_ref=f"src/m{n}.py:1-2",
+                source_version=text_hash(body),
+                path=f"src/m{n}.py",
+                line_start=1,
+                line_end=2,
+                captured_at=T0,
+                evidence_kind=EvidenceKind.CODE,
+                trust=Trust.EVIDENCE,
+                authority=Authority.HIGH,
+                visibility=Visibility.RAW,
+                selected_reason="matched identifier",
+                visible_text=body,
+                visible_text_hash=text_hash(body),
+                scores=ScoreBreakdown(lexical=0.5, final=0.5),
+                rank=n,
+            )
+        )
+    block = "\n".join(f"[{i.citation_id}] {i.visible_text}" for i in items)
+    snapshot = AuditSnapshot(
+        id=snapshot_id,
+        session_id=session_id,
+        turn=turn,
+        created_at=T0,
+        intent=RetrievalIntent(question="why does f fail"),
+        scope=RetrievalScope(project="p"),
+        plan=RetrievalPlan(
+            sub_queries=(SubQuery(id="q1", intent=SubQueryIntent.FIND_CODE, query_text="f", sources=(Source.WORKSPACE_CODE,)),)
+        ),
+        stats={Stage.SELECTED: len(items), Stage.OUT_OF_SCOPE: 1},
+        selected=tuple(items),
+        rejected=(
+            RejectedItem(
+                candidate_id="c-out",
+                source=Source.WORKSPACE_CODE,
+                source_ref="other/x.py:1-3",
+                source_version="0" * 64,
+                path="other/x.py",
+                stage=Stage.OUT_OF_SCOPE,
+                reason="project other is outside the scope",
+                from_probe=True,
+            ),
+        ),
+        ranked=tuple(
+            RankedEntry(rank=i.rank, candidate_id=i.candidate_id, source_ref=i.source_ref, path=i.path, final_score=0.5, selected=True)
+            for i in items
+        ),
+        budget=BudgetRecord(max_tokens=1200, estimated_tokens=20, max_items=8, trimming_policy="keep-anchors"),
+        projection=Projection(
+            block_ref=sha256_hex(block.encode()),
+            visible_text_hash=text_hash(block),
+            nonce="n0",
+            citation_map={
+                i.citation_id: CitationEntry(
+                    citation_id=i.citation_id,
+                    item_id=i.item_id,
+                    source_ref=i.source_ref,
+                    visible_text_hash=i.visible_text_hash,
+                    authority=i.authority,
+                    evidence_kind=i.evidence_kind,
+                )
+                for i in items
+            },
+        ),
+        pins=Pins(engine_version="test", config_hash="c", policy_hash="p", index_version="i"),
+    )
+    return snapshot, block

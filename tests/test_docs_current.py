@@ -1,0 +1,31 @@
+"""The generated docs (vocabularies, JSON Schemas) match the code that defines them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from core.docs_export import generated_files
+from core.vocab import Stage
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def test_generated_docs_are_current():
+    stale = [
+        name
+        for name, content in generated_files().items()
+        if not (DOCS / name).exists() or (DOCS / name).read_text(encoding="utf-8") != content
+    ]
+    assert stale == [], "run `python -m core.docs_export` and commit the result"
+
+
+def test_stage_vocabulary_is_listed_in_pipeline_order():
+    text = (DOCS / "vocabulary.md").read_text(encoding="utf-8")
+    positions = [text.index(f"`{stage.value}`") for stage in Stage]
+    assert positions == sorted(positions)
+
+
+def test_input_schemas_forbid_nothing_at_read_but_name_every_field():
+    schema = json.loads((DOCS / "schema" / "retrieval-intent.schema.json").read_text())
+    assert {"purpose", "question", "anchors", "required_evidence", "schema_version"} <= set(schema["properties"])

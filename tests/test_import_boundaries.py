@@ -1,0 +1,54 @@
+"""Layering rules: core never loads textual; the inspector never imports SQL libraries itself."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FORBIDDEN_IN_INSPECTOR = ("sqlalchemy", "sqlmodel", "psycopg", "sqlite3")
+
+
+def test_importing_core_loads_no_textual():
+    code = (
+        "import sys, pkgutil, importlib, core\n"
+        "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('textual', 'inspector'))\n"
+        "print(','.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert result.stdout.strip() == ""
+
+
+def test_cli_start_does_not_import_textual():
+    code = "import sys, core.cli; core.cli.build_parser(); print('textual' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def imported_roots(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    roots: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_inspector_imports_no_sql_library_directly():
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(imported_roots(path) & set(FORBIDDEN_IN_INSPECTOR))
+        for path in (ROOT / "inspector").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_scan_would_catch_a_direct_import(tmp_path):
+    sample = tmp_path / "bad.py"
+    sample.write_text("from sqlmodel import select\nimport sqlalchemy.orm\n")
+    assert imported_roots(sample) >= {"sqlmodel", "sqlalchemy"}

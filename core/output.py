@@ -13,8 +13,10 @@ from core.contracts import SCHEMA_VERSION
 
 
 def console() -> Console:
-    """A console on stdout; plain when stdout is not a terminal."""
-    return Console(highlight=False, soft_wrap=False)
+    """A console on stdout; wide and plain when stdout is not a terminal (pipes, files)."""
+    if sys.stdout.isatty():
+        return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=False, width=200, color_system=None)
 
 
 def print_json(kind: str, data: dict[str, Any]) -> None:

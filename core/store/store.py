@@ -90,7 +90,8 @@ class StoredSnapshot:
 
 
 def _iso(dt: datetime) -> str:
-    return utc(dt).isoformat().replace("+00:00", "Z")
+    """Fixed-width ISO-8601 UTC text, so stored times sort as text."""
+    return utc(dt).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _parse_iso(value: str) -> datetime:

@@ -6,6 +6,7 @@ asserts that a migrated database has exactly these columns, so the two cannot dr
 
 from __future__ import annotations
 
+from sqlalchemy import BigInteger
 from sqlmodel import Field, SQLModel
 
 
@@ -25,14 +26,14 @@ class MigrationRow(SQLModel, table=True):
 class StoreHeadRow(SQLModel, table=True):
     __tablename__ = "store_head"
     id: int = Field(primary_key=True)
-    store_seq: int
+    store_seq: int = Field(sa_type=BigInteger)
     head_hash: str
 
 
 class BlobRow(SQLModel, table=True):
     __tablename__ = "blobs"
     sha256: str = Field(primary_key=True)
-    size: int
+    size: int = Field(sa_type=BigInteger)
     data: bytes
 
 
@@ -50,7 +51,7 @@ class SessionRow(SQLModel, table=True):
 class SessionHeadRow(SQLModel, table=True):
     __tablename__ = "session_heads"
     session_id: str = Field(primary_key=True)
-    head_seq: int
+    head_seq: int = Field(sa_type=BigInteger)
     head_hash: str
     last_turn: int
     snapshot_count: int
@@ -60,8 +61,8 @@ class SessionHeadRow(SQLModel, table=True):
 class EventRow(SQLModel, table=True):
     __tablename__ = "events"
     session_id: str = Field(primary_key=True)
-    seq: int = Field(primary_key=True)
-    store_seq: int
+    seq: int = Field(primary_key=True, sa_type=BigInteger)
+    store_seq: int = Field(sa_type=BigInteger)
     turn: int
     type: str
     created_at: str
@@ -107,6 +108,82 @@ class SnapshotCandidateRow(SQLModel, table=True):
     final: float | None = None
 
 
+class IndexRunRow(SQLModel, table=True):
+    """One indexing run of a workspace: a segment of chunks and postings."""
+
+    __tablename__ = "index_runs"
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigInteger)
+    project: str
+    branch: str
+    root: str
+    started_at: int = Field(sa_type=BigInteger)
+    finished_at: int | None = Field(default=None, sa_type=BigInteger)
+    git_commit: str | None = None
+    git_dirty: int | None = None
+    added: int
+    changed: int
+    removed: int
+    unchanged: int
+    chunk_lo: int = Field(sa_type=BigInteger)
+    chunk_hi: int = Field(sa_type=BigInteger)
+
+
+class IndexDocumentRow(SQLModel, table=True):
+    """One version of one workspace file; ``valid_to`` is set when it is replaced or removed."""
+
+    __tablename__ = "index_documents"
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigInteger)
+    run_id: int = Field(sa_type=BigInteger)
+    project: str
+    branch: str
+    root: str
+    path: str
+    source: str
+    language: str
+    content_hash: str
+    size: int = Field(sa_type=BigInteger)
+    valid_from: int = Field(sa_type=BigInteger)
+    valid_to: int | None = Field(default=None, sa_type=BigInteger)
+    redactions: bytes
+
+
+class IndexChunkRow(SQLModel, table=True):
+    __tablename__ = "index_chunks"
+    id: int = Field(primary_key=True, sa_type=BigInteger)
+    run_id: int = Field(sa_type=BigInteger)
+    document_id: int = Field(sa_type=BigInteger)
+    ordinal: int
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str | None = None
+    token_count: int
+    text: str
+
+
+class IndexPostingRow(SQLModel, table=True):
+    """The postings of one term in one run: chunk ids and term frequencies, packed int32."""
+
+    __tablename__ = "index_postings"
+    run_id: int = Field(primary_key=True, sa_type=BigInteger)
+    term: str = Field(primary_key=True)
+    chunk_ids: bytes
+    tfs: bytes
+
+
+class MemoryRow(SQLModel, table=True):
+    """A governed memory record; ``body`` is its canonical JSON (a ``MemoryRecord``)."""
+
+    __tablename__ = "memories"
+    id: str = Field(primary_key=True)
+    project: str
+    status: str
+    body: bytes
+    content_hash: str
+    updated_at: str
+
+
 STORE_TABLES: tuple[type[SQLModel], ...] = (
     MetaRow,
     MigrationRow,
@@ -117,4 +194,9 @@ STORE_TABLES: tuple[type[SQLModel], ...] = (
     EventRow,
     SnapshotRow,
     SnapshotCandidateRow,
+    IndexRunRow,
+    IndexDocumentRow,
+    IndexChunkRow,
+    IndexPostingRow,
+    MemoryRow,
 )

@@ -22,6 +22,20 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
         "stage", "reason", "from_probe", "rank", "citation_id", "semantic", "lexical", "anchor", "authority",
         "recency", "scope", "actionability", "diversity", "final",
     ],
+    "index_runs": [
+        "id", "project", "branch", "root", "started_at", "finished_at", "git_commit", "git_dirty",
+        "added", "changed", "removed", "unchanged", "chunk_lo", "chunk_hi",
+    ],
+    "index_documents": [
+        "id", "run_id", "project", "branch", "root", "path", "source", "language", "content_hash", "size",
+        "valid_from", "valid_to", "redactions",
+    ],
+    "index_chunks": [
+        "id", "run_id", "document_id", "ordinal", "path", "start_line", "end_line", "kind", "symbol",
+        "token_count", "text",
+    ],
+    "index_postings": ["run_id", "term", "chunk_ids", "tfs"],
+    "memories": ["id", "project", "status", "body", "content_hash", "updated_at"],
 }
 
 

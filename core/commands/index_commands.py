@@ -1,0 +1,158 @@
+"""``scopelens index PATH`` and ``scopelens search QUERY``: building and probing the index."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from core.contracts import utc
+from core.errors import InvalidInputError
+from core.index.chunks import fetch_chunks
+from core.index.indexer import IndexReport, index_workspace
+from core.index.scorer import RecallFilter, Scorer
+from core.index.timeutil import to_micros
+from core.index.tokenizer import tokenize
+from core.output import console, print_json
+from core.store.store import Store
+from core.vocab import Source
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    index = subparsers.add_parser("index", parents=[common], help="index a workspace (incremental)")
+    index.add_argument("path", type=Path, help="workspace root")
+    index.add_argument("--project", required=True, help="project name the index belongs to")
+    index.add_argument("--branch", help="branch name (default: none)")
+    index.add_argument("--max-bytes", type=int, default=1_000_000, help="skip files larger than this")
+    index.add_argument("--json", action="store_true", help="print JSON")
+    index.set_defaults(run=run_index)
+
+    search = subparsers.add_parser("search", parents=[common], help="raw scoped recall, for debugging")
+    search.add_argument("query", help="free text; tokenized like the index")
+    search.add_argument("--project", required=True)
+    search.add_argument("--branch")
+    search.add_argument("--root", help="workspace root the chunks must come from")
+    search.add_argument("--path-prefix", action="append", default=[], help="restrict to a path or directory")
+    search.add_argument("--source", action="append", default=[], choices=[s.value for s in Source])
+    search.add_argument("--as-of", help="ISO-8601 time: see the index as it was then")
+    search.add_argument("--top-k", type=int, default=10)
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(run=run_search)
+
+
+def parse_time(value: str | None, *, flag: str) -> datetime | None:
+    """An ISO-8601 date or time (UTC when no zone is given), or a one-line error."""
+    if value is None:
+        return None
+    try:
+        return utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except ValueError:
+        raise InvalidInputError(f"{flag}: {value!r} is not an ISO-8601 date or time") from None
+
+
+def run_index(args: argparse.Namespace) -> int:
+    with Store.open(args.db, create=True) as store:
+        if args.json:
+            report = index_workspace(
+                store, args.path, project=args.project, branch=args.branch, max_bytes=args.max_bytes
+            )
+        else:
+            with Progress(
+                TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                console=console(), transient=True,
+            ) as bar:
+                task = bar.add_task("", total=None)
+
+                def progress(done: int, total: int, path: str) -> None:
+                    bar.update(task, completed=done, total=total, description=path[-40:])
+
+                report = index_workspace(
+                    store, args.path, project=args.project, branch=args.branch,
+                    max_bytes=args.max_bytes, progress=progress,
+                )
+    _print_index_report(report, as_json=args.json)
+    return 0
+
+
+def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            "index-run",
+            {
+                "run_id": report.run_id,
+                "index_version": report.index_version,
+                "project": report.project,
+                "branch": report.branch or None,
+                "root": report.root,
+                "added": report.added,
+                "changed": report.changed,
+                "removed": report.removed,
+                "unchanged": report.unchanged,
+                "chunks": report.chunks,
+                "redactions": report.redactions,
+                "ignored": report.ignored,
+                "skipped": [{"path": s.rel_path, "reason": s.reason, "message": s.message} for s in report.skipped],
+                "git_commit": report.git_commit,
+                "git_dirty": report.git_dirty,
+            },
+        )
+        return
+    out = console()
+    for skipped in report.skipped:
+        if skipped.reason in ("symlink", "outside-root", "unreadable"):
+            out.print(f"[yellow]{skipped.message}[/]")
+    git = f" git {report.git_commit[:12]}{' (dirty)' if report.git_dirty else ''}" if report.git_commit else ""
+    out.print(
+        f"{report.index_version}: {len(report.added)} added, {len(report.changed)} changed, "
+        f"{len(report.removed)} removed, {report.unchanged} unchanged; {report.chunks} chunks written, "
+        f"{report.redactions} secrets redacted, {len(report.skipped)} skipped, {report.ignored} ignored{git}"
+    )
+
+
+def run_search(args: argparse.Namespace) -> int:
+    as_of = parse_time(args.as_of, flag="--as-of")
+    terms = [(term, 1.0) for term in tokenize(args.query)]
+    if not terms:
+        raise InvalidInputError("the query has no searchable terms")
+    flt = RecallFilter(
+        project=args.project,
+        branch=args.branch,
+        workspace_root=str(Path(args.root).resolve()) if args.root else None,
+        path_prefixes=tuple(args.path_prefix),
+        sources=frozenset(Source(s) for s in args.source) or None,
+        as_of_us=None if as_of is None else to_micros(as_of),
+    )
+    with Store.open(args.db, read_only=True) as store:
+        hits = Scorer(store).search(terms, flt, top_k=args.top_k)
+        chunks = fetch_chunks(store, [hit.chunk_id for hit in hits])
+    results = [
+        {
+            "rank": rank,
+            "score": round(hit.score, 6),
+            "source_ref": chunks[hit.chunk_id].source_ref,
+            "path": chunks[hit.chunk_id].path,
+            "start_line": chunks[hit.chunk_id].start_line,
+            "end_line": chunks[hit.chunk_id].end_line,
+            "symbol": chunks[hit.chunk_id].symbol,
+            "source": chunks[hit.chunk_id].source.value,
+            "source_version": chunks[hit.chunk_id].content_hash,
+            "chunk_id": hit.chunk_id,
+        }
+        for rank, hit in enumerate(hits, start=1)
+    ]
+    if args.json:
+        print_json("search", {"query": args.query, "terms": [t for t, _ in terms], "results": results})
+        return 0
+    out = console()
+    if not results:
+        out.print("No results in this scope.")
+        return 0
+    table = Table("#", "score", "source_ref", "symbol", "source")
+    for row in results:
+        table.add_row(str(row["rank"]), f"{row['score']:.3f}", row["source_ref"], row["symbol"] or "", row["source"])
+    out.print(table)
+    return 0

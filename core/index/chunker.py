@@ -1,0 +1,351 @@
+"""Split a source file into chunks with exact line ranges.
+
+Lines are those of ``str.splitlines()``, numbered from 1, and every chunk satisfies
+``chunk.text == "\\n".join(text.splitlines()[chunk.start_line - 1 : chunk.end_line])``.
+Every line belongs to exactly one chunk, except runs of blank lines between chunks, which
+may be dropped; chunks are in order, never overlap and are never blank.
+
+Python is chunked by its syntax tree (one chunk per top-level function or class, big classes
+split by method, module-level code in ``module`` chunks); anything else, and Python that does
+not parse, is cut into line windows that prefer to end where a block ends.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import codecs
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import PurePosixPath
+
+ChunkKind = str  # "function" | "class" | "method" | "class-header" | "module" | "window"
+
+_LANGUAGES = {
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
+    ".hh": "cpp", ".cs": "csharp", ".swift": "swift", ".scala": "scala", ".php": "php",
+    ".css": "css", ".scss": "css", ".json": "json",
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
+    ".log": "log",
+}
+_BRACE_LANGUAGES = frozenset(
+    {"typescript", "javascript", "go", "rust", "java", "kotlin", "c", "cpp", "csharp", "swift",
+     "scala", "php", "css", "json"}
+)
+# Characters that str.splitlines() treats as line breaks but Python's tokenizer does not.
+_EXTRA_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_AST_LINES = re.compile(r"\r\n|\r|\n")
+_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_FENCE = re.compile(r" {0,3}(```|~~~)")
+# String literals are dropped before counting brackets, so "{" in a string does not count.
+_STRINGS = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`(?:\\.|[^`\\])*`')
+_RUST_STRINGS = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.[^\']*|[^\'\\])\'')
+_OPEN = frozenset("([{")
+_CLOSE = frozenset(")]}")
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A contiguous run of lines of one file (1-based, inclusive)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    kind: ChunkKind
+    symbol: str | None = None
+
+
+def decode_source(data: bytes) -> tuple[str, bool]:
+    """Decode UTF-8, dropping a BOM; undecodable bytes become U+FFFD. Never raises.
+
+    Returns ``(text, had_errors)``.
+    """
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace"), True
+
+
+def language_of(path: str) -> str:
+    """The language a path is chunked as, from its extension ("text" when unknown)."""
+    name = PurePosixPath(path.replace("\\", "/")).name.lower()
+    if ".log." in name:  # rotated logs: app.log.1
+        return "log"
+    return _LANGUAGES.get(PurePosixPath(name).suffix, "text")
+
+
+def chunk_text(path: str, text: str, *, max_lines: int = 80, max_chars: int = 4000) -> list[Chunk]:
+    """Chunk ``text`` (the content of ``path``), dispatching on ``language_of(path)``."""
+    if max_lines < 1 or max_chars < 1:
+        raise ValueError("max_lines and max_chars must be positive")
+    doc = _Doc(text, max_lines, max_chars)
+    if not doc.lines:
+        return []
+    language = language_of(path)
+    spans = _python_spans(doc, text) if language == "python" else None
+    if spans is None:
+        rank = _ranks(doc, language)
+        spans = doc.windows(0, len(doc.lines) - 1, "window", None, rank.__getitem__)
+    return [
+        Chunk(path, s + 1, e + 1, "\n".join(doc.lines[s : e + 1]), kind, symbol)
+        for s, e, kind, symbol in spans
+    ]
+
+
+_Span = tuple[int, int, ChunkKind, "str | None"]  # 0-based inclusive line range
+
+
+class _Doc:
+    """The lines of one file, with what windowing needs precomputed."""
+
+    def __init__(self, text: str, max_lines: int, max_chars: int) -> None:
+        self.lines = text.splitlines()
+        self.blank = [not line or line.isspace() for line in self.lines]
+        self.max_lines = max_lines
+        self.max_chars = max_chars
+        # cum[i] = characters in lines[:i], counting one "\n" after each line.
+        self.cum = list(accumulate(map(len, self.lines), lambda total, n: total + n + 1, initial=0))
+
+    def fits(self, s: int, e: int) -> bool:
+        return e - s < self.max_lines and self.cum[e + 1] - self.cum[s] - 1 <= self.max_chars
+
+    def trim(self, s: int, e: int) -> tuple[int, int]:
+        """Drop blank lines at both ends (s > e when nothing is left)."""
+        while s <= e and self.blank[s]:
+            s += 1
+        while e >= s and self.blank[e]:
+            e -= 1
+        return s, e
+
+    def span(self, s: int, e: int, kind: ChunkKind, symbol: str | None) -> list[_Span]:
+        """One span when it fits, else windows; nothing when the range is blank."""
+        s, e = self.trim(s, e)
+        if s > e:
+            return []
+        if self.fits(s, e):
+            return [(s, e, kind, symbol)]
+        return self.windows(s, e, kind, symbol, self.python_rank(s, e))
+
+    def windows(
+        self, s: int, e: int, kind: ChunkKind, symbol: str | None, rank: Callable[[int], int]
+    ) -> list[_Span]:
+        """Cut lines s..e into windows; each ends after the last line of the best rank.
+
+        ``rank(i)`` says how good a place the end of line i is to stop: 2 (a block ends),
+        1 (a blank line) or 0. A window never has more than max_lines lines nor more than
+        max_chars characters, except a single line longer than max_chars.
+        """
+        out: list[_Span] = []
+        i = s
+        while True:
+            i, e = self.trim(i, e)
+            if i > e:
+                return out
+            hard = min(e, i + self.max_lines - 1)
+            by_chars = bisect.bisect_right(self.cum, self.cum[i] + self.max_chars + 1) - 2
+            hard = max(i, min(hard, by_chars))
+            end = hard
+            if hard < e:
+                best = 0
+                for j in range(hard, i - 1, -1):
+                    r = rank(j)
+                    if r > best:
+                        best, end = r, j
+                        if r == 2:
+                            break
+            last = end
+            while self.blank[last]:
+                last -= 1
+            out.append((i, last, kind, symbol))
+            i = end + 1
+
+    def python_rank(self, s: int, e: int) -> Callable[[int], int]:
+        """Prefer blank lines followed by a line at the range's outermost body indentation."""
+        body = range(s + 1, e + 1)
+        base = min((_indent(self.lines[i]) for i in body if not self.blank[i]), default=0)
+
+        def rank(i: int) -> int:
+            if not self.blank[i]:
+                return 0
+            j = i + 1
+            while j < len(self.lines) and self.blank[j]:
+                j += 1
+            return 2 if j < len(self.lines) and _indent(self.lines[j]) <= base else 1
+
+        return rank
+
+
+def _ranks(doc: _Doc, language: str) -> list[int]:
+    """Per line, how good a place its end is to close a window (see ``_Doc.windows``)."""
+    n = len(doc.lines)
+    if language == "log":
+        return [0] * n
+    if language in _BRACE_LANGUAGES:
+        return _brace_ranks(doc, language)
+    if language == "markdown":
+        ranks = [1 if b else 0 for b in doc.blank]
+        fenced = False
+        for i, line in enumerate(doc.lines):
+            if _FENCE.match(line):
+                fenced = not fenced
+            elif not fenced and i and _HEADING.match(line):
+                ranks[i - 1] = 2
+        return ranks
+    if language == "python":  # a file that does not parse
+        ranks = [1 if b else 0 for b in doc.blank]
+        for i in range(n - 1):
+            nxt = doc.lines[i + 1]
+            if doc.blank[i] and not doc.blank[i + 1] and nxt[:1] not in (" ", "\t"):
+                ranks[i] = 2
+        return ranks
+    return [1 if b else 0 for b in doc.blank]
+
+
+def _brace_ranks(doc: _Doc, language: str) -> list[int]:
+    """2 where a bracket block closes back to depth 0, or at a blank line at depth 0."""
+    strings = _RUST_STRINGS if language == "rust" else _STRINGS
+    ranks = []
+    depth = 0
+    for line, blank in zip(doc.lines, doc.blank):
+        if blank:
+            ranks.append(2 if depth == 0 else 1)
+            continue
+        before = depth
+        code = line
+        if "//" in code or '"' in code or "'" in code or "`" in code:
+            code = strings.sub("", code).split("//", 1)[0]
+        for ch in code:
+            if ch in _OPEN:
+                depth += 1
+            elif ch in _CLOSE and depth:
+                depth -= 1
+        ranks.append(2 if before and not depth else 0)
+    return ranks
+
+
+def _python_spans(doc: _Doc, text: str) -> list[_Span] | None:
+    """Spans from the syntax tree, or None when the text does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    to_lines = _line_map(text, len(doc.lines))
+    items = _ranges(doc, tree.body, to_lines, -1, len(doc.lines))
+    spans: list[_Span] = []
+    cursor = 0
+    for s, e, node in items:
+        if not isinstance(node, _DEFS):
+            continue
+        spans += doc.span(cursor, s - 1, "module", None)
+        spans += _def_spans(doc, node, s, e, node.name, to_lines, method=False)
+        cursor = e + 1
+    spans += doc.span(cursor, len(doc.lines) - 1, "module", None)
+    return spans
+
+
+def _def_spans(
+    doc: _Doc,
+    node: ast.stmt,
+    s: int,
+    e: int,
+    symbol: str,
+    to_lines: Callable[[int, int], tuple[int, int]],
+    *,
+    method: bool,
+) -> list[_Span]:
+    """A function or class as one span; a class too big for one is split by member."""
+    if not isinstance(node, ast.ClassDef):
+        return doc.span(s, e, "method" if method else "function", symbol)
+    if doc.fits(*doc.trim(s, e)):
+        return doc.span(s, e, "class", symbol)
+    members: list[tuple[int, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = [
+        (ms, member)
+        for ms, _, member in _ranges(doc, node.body, to_lines, s, e + 1)
+        if isinstance(member, _DEFS)
+    ]
+    if not members:
+        return doc.span(s, e, "class", symbol)
+    spans = doc.span(s, members[0][0] - 1, "class-header", symbol)
+    for k, (ms, member) in enumerate(members):
+        # Statements between two members (class attributes, comments) go with the one above.
+        me = members[k + 1][0] - 1 if k + 1 < len(members) else e
+        spans += _def_spans(doc, member, ms, me, f"{symbol}.{member.name}", to_lines, method=True)
+    return spans
+
+
+def _ranges(
+    doc: _Doc,
+    body: list[ast.stmt],
+    to_lines: Callable[[int, int], tuple[int, int]],
+    floor: int,
+    ceiling: int,
+) -> list[tuple[int, int, ast.stmt]]:
+    """Line ranges of statements; defs take their decorators, the comments right above them,
+    and the indented lines (trailing comments) after them. Ranges stay in (floor, ceiling)."""
+    raw = []
+    for node in body:
+        first = min([d.lineno for d in getattr(node, "decorator_list", ())] + [node.lineno])
+        raw.append(to_lines(first, node.end_lineno or node.lineno))
+    out: list[tuple[int, int, ast.stmt]] = []
+    prev_end = floor
+    for k, node in enumerate(body):
+        s, e = raw[k]
+        s, e = max(s, prev_end + 1), min(max(e, s), ceiling - 1)
+        if s > e:
+            continue
+        if isinstance(node, _DEFS):
+            while s - 1 > prev_end and doc.lines[s - 1].lstrip().startswith("#"):
+                s -= 1
+            column = _indent(doc.lines[s])
+            nxt = min(raw[k + 1][0], ceiling) if k + 1 < len(body) else ceiling
+            for j in range(e + 1, nxt):
+                if doc.blank[j]:
+                    continue
+                if _indent(doc.lines[j]) <= column:
+                    break
+                e = j
+        out.append((s, e, node))
+        prev_end = e
+    return out
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _line_map(text: str, n_lines: int) -> Callable[[int, int], tuple[int, int]]:
+    """Map an ast line range (1-based) to a 0-based range of ``str.splitlines()`` lines.
+
+    They differ only when the text holds characters (form feed, U+2028…) that splitlines()
+    breaks on and Python's tokenizer does not.
+    """
+    if not _EXTRA_BREAKS.search(text):
+        return lambda s, e: (min(s - 1, n_lines - 1), min(e - 1, n_lines - 1))
+    pieces = _AST_LINES.split(text)
+    starts: list[int] = []
+    counts: list[int] = []
+    total = 0
+    for k, piece in enumerate(pieces):
+        count = len((piece + "\n").splitlines()) if k < len(pieces) - 1 else len(piece.splitlines())
+        starts.append(total)
+        counts.append(count)
+        total += count
+
+    def to_lines(s: int, e: int) -> tuple[int, int]:
+        s_i = min(max(s - 1, 0), len(pieces) - 1)
+        e_i = min(max(e - 1, 0), len(pieces) - 1)
+        start = min(starts[s_i], n_lines - 1)
+        end = min(starts[e_i] + max(counts[e_i], 1) - 1, n_lines - 1)
+        return start, end
+
+    return to_lines

@@ -1,0 +1,79 @@
+"""Reading indexed chunks back with their document's provenance (after scoring chose them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlmodel import select
+
+from core.index.chunker import language_of
+from core.index.sources import evidence_kind_of
+from core.index.timeutil import from_micros
+from core.store.store import Store
+from core.store.tables import IndexChunkRow, IndexDocumentRow
+from core.vocab import EvidenceKind, Source
+
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """One indexed chunk and where it came from: enough to make a candidate."""
+
+    chunk_id: int
+    project: str
+    branch: str
+    root: str
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str | None
+    text: str
+    source: Source
+    evidence_kind: EvidenceKind
+    content_hash: str
+    valid_from: datetime
+    valid_to: datetime | None
+    run_id: int
+
+    @property
+    def source_ref(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+def fetch_chunks(store: Store, chunk_ids: Iterable[int]) -> dict[int, ChunkRecord]:
+    """The chunks with these ids (unknown ids are absent from the result)."""
+    wanted = sorted(set(chunk_ids))
+    if not wanted:
+        return {}
+    found: dict[int, ChunkRecord] = {}
+    with store.read() as conn:
+        for start in range(0, len(wanted), 500):
+            rows = conn.exec(
+                select(IndexChunkRow, IndexDocumentRow)
+                .join(IndexDocumentRow, IndexDocumentRow.id == IndexChunkRow.document_id)
+                .where(IndexChunkRow.id.in_(wanted[start : start + 500]))  # type: ignore[attr-defined]
+            )
+            for chunk, document in rows:
+                source = Source(document.source)
+                found[chunk.id] = ChunkRecord(
+                    chunk_id=chunk.id,
+                    project=document.project,
+                    branch=document.branch,
+                    root=document.root,
+                    path=chunk.path,
+                    start_line=chunk.start_line,
+                    end_line=chunk.end_line,
+                    kind=chunk.kind,
+                    symbol=chunk.symbol,
+                    text=chunk.text,
+                    source=source,
+                    evidence_kind=evidence_kind_of(source, language_of(chunk.path)),
+                    content_hash=document.content_hash,
+                    valid_from=from_micros(document.valid_from),
+                    valid_to=None if document.valid_to is None else from_micros(document.valid_to),
+                    run_id=chunk.run_id,
+                )
+    return found

@@ -1,0 +1,129 @@
+"""The tokenizer splits code-shaped words and keeps them whole, and makes CJK findable."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from core.index.tokenizer import tokenize, unique_terms
+
+
+def test_words_are_lowercased_and_kept_in_order_with_duplicates() -> None:
+    assert tokenize("Foo bar FOO, bar!") == ["foo", "bar", "foo", "bar"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("user_session_id", ["user_session_id", "user", "session", "id"]),
+        ("MAX_RETRY_COUNT", ["max_retry_count", "max", "retry", "count"]),
+        ("createUserMock", ["createusermock", "create", "user", "mock"]),
+        ("HTTPServer", ["httpserver", "http", "server"]),
+        ("XMLHttpRequest", ["xmlhttprequest", "xml", "http", "request"]),
+        ("parseJSON2", ["parsejson2", "parse", "json2"]),
+        ("getURLs", ["geturls", "get", "urls"]),
+        ("os.path.join", ["os.path.join", "os", "path", "join"]),
+        ("__init__", ["__init__", "init"]),
+        ("user-session", ["user-session", "user", "session"]),
+    ],
+)
+def test_compound_words_are_kept_whole_and_split(text: str, expected: list[str]) -> None:
+    assert tokenize(text) == expected
+
+
+def test_a_path_gives_the_path_its_segments_and_the_file_name() -> None:
+    tokens = tokenize("see src/auth/session.ts for details")
+    assert tokens[0] == "see"
+    assert {"src/auth/session.ts", "src", "auth", "session.ts", "session", "ts"} <= set(tokens)
+    assert tokens[-2:] == ["for", "details"]
+
+
+def test_a_test_id_gives_file_class_and_test_names() -> None:
+    tokens = set(tokenize("tests/test_auth.py::TestLogin::test_expired_token"))
+    assert "tests/test_auth.py::testlogin::test_expired_token" in tokens
+    assert {"test_auth.py", "testlogin", "login", "test_expired_token", "expired"} <= tokens
+
+
+def test_identifier_inside_a_call_is_split_from_the_punctuation() -> None:
+    assert tokenize("self.session_store.get(user_id)")[:2] == ["self.session_store.get", "self"]
+    assert "session_store" in tokenize("self.session_store.get(user_id)")
+    assert tokenize("user_id)") == ["user_id", "user", "id"]
+
+
+def test_sentence_full_stops_do_not_join_words() -> None:
+    assert tokenize("It failed. Retry later.") == ["it", "failed", "retry", "later"]
+
+
+def test_single_digits_are_dropped_but_numbers_and_mixed_tokens_kept() -> None:
+    tokens = tokenize("error 404 in step 1 of e2e run 7")
+    assert tokens == ["error", "404", "in", "step", "of", "e2e", "run"]
+    assert tokenize("x = 1") == ["x"]
+
+
+def test_punctuation_only_gives_nothing() -> None:
+    assert tokenize("") == []
+    assert tokenize("-- == () _ __ {}") == []
+
+
+def test_japanese_becomes_overlapping_bigrams() -> None:
+    assert tokenize("権限ルール") == ["権限", "限ル", "ルー", "ール"]
+
+
+def test_chinese_becomes_overlapping_bigrams() -> None:
+    tokens = tokenize("用户权限规则")
+    assert tokens == ["用户", "户权", "权限", "限规", "规则"]
+
+
+def test_korean_becomes_bigrams_per_word() -> None:
+    assert tokenize("한국어 텍스트") == ["한국", "국어", "텍스", "스트"]
+
+
+def test_a_lone_cjk_character_is_a_unigram() -> None:
+    assert tokenize("字 と x") == ["字", "と", "x"]
+
+
+def test_japanese_punctuation_separates_runs() -> None:
+    assert tokenize("権限、ルール。") == ["権限", "ルー", "ール"]
+
+
+def test_mixed_japanese_and_identifiers_split_at_the_script_boundary() -> None:
+    tokens = tokenize("権限ルールはcreateUserMockで確認する")
+    assert {"権限", "ルー", "createusermock", "create", "user", "mock", "確認"} <= set(tokens)
+    assert all(t.isascii() or not any(c.isascii() for c in t) for t in tokens)
+
+
+def test_a_japanese_query_finds_its_terms_in_a_japanese_document() -> None:
+    document = tokenize("モックは明示的に宣言し、権限ルールに従うこと。")
+    for query in ("権限ルール", "明示的に宣言"):
+        assert set(unique_terms(query)) <= set(document)
+    assert not set(unique_terms("証拠")) <= set(document)
+
+
+def test_full_width_and_half_width_forms_are_folded() -> None:
+    assert tokenize("ＨＴＴＰＳｅｒｖｅｒ") == ["httpserver", "http", "server"]
+    assert tokenize("ｶﾀｶﾅ") == tokenize("カタカナ")
+
+
+def test_case_is_not_split_for_non_ascii_words() -> None:
+    assert tokenize("Straße Über") == ["straße", "über"]
+
+
+def test_unique_terms_keep_first_appearance_order() -> None:
+    assert unique_terms("b a b c a") == ["b", "a", "c"]
+    assert unique_terms("user_id user") == ["user_id", "user", "id"]
+
+
+@given(st.text(alphabet=st.characters(codec="ascii"), max_size=200))
+def test_ascii_fast_path_agrees_with_the_unicode_path(text: str) -> None:
+    # An em dash is a non-word character NFKC leaves alone: it forces the general path.
+    assert tokenize(text + " \u2014") == tokenize(text)
+
+
+@given(st.text(max_size=200))
+def test_tokens_are_nonempty_lowercase_and_without_spaces(text: str) -> None:
+    tokens = tokenize(text)
+    assert tokens == tokenize(text)
+    for token in tokens:
+        assert token and token == token.lower()
+        assert not any(c.isspace() for c in token)
+        assert not (len(token) == 1 and token.isdigit())

@@ -129,7 +129,8 @@ class EvidencePolicy(Contract):
     require_citation: bool = True
     require_snapshot: bool = True
     accepted_authority: tuple[AcceptedAuthority, ...] = ALL_ACCEPTED_AUTHORITY
-    max_unverified_items: int = Field(default=0, ge=0)
+    max_unverified_items: int = Field(default=2, ge=0)
+    """How many not-verified memories (history, conflicts) may be shown, labelled."""
 
 
 class RetrievalBudget(Contract):
@@ -286,6 +287,8 @@ class Candidate(UtcModel):
     trust: Trust = Trust.EVIDENCE
     authority: Authority = Authority.MEDIUM
     memory_status: MemoryStatus | None = None
+    owner: str | None = None
+    """For private memories: the only user who may see them."""
     conflicts_with: tuple[str, ...] = ()
     redactions: tuple[Redaction, ...] = ()
     scores: ScoreBreakdown = ScoreBreakdown()

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from core.commands import store_commands
+from core.commands import index_commands, retrieve_commands, store_commands
 
-COMMAND_MODULES = (store_commands,)
+COMMAND_MODULES = (store_commands, index_commands, retrieve_commands)

@@ -1,0 +1,113 @@
+"""``scopelens retrieve`` and ``scopelens memory …``: the pipeline and memory governance."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from core.contracts import RetrievalIntent, RetrievalScope, load_input_file
+from core.memory import deprecate, export_jsonl, import_memories, link_conflict, list_memories, promote, read_jsonl
+from core.output import console, print_json
+from core.pipeline.policy import find_policy
+from core.pipeline.retriever import Retriever
+from core.store.store import Store
+from core.vocab import MemoryStatus
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    retrieve = subparsers.add_parser("retrieve", parents=[common], help="run a scoped retrieval and record its snapshot")
+    retrieve.add_argument("--project", required=True)
+    retrieve.add_argument("--intent", required=True, type=Path, help="intent JSON file")
+    retrieve.add_argument("--scope", type=Path, help="scope JSON file (narrows or sets fields)")
+    retrieve.add_argument("--session", help="append to this session (default: a new one)")
+    retrieve.add_argument("--policy", type=Path, help="policy TOML (default: WORKSPACE/.scopelens/policy.toml)")
+    retrieve.add_argument("--workspace", type=Path, help="workspace root (for its policy and as the scope's root)")
+    retrieve.add_argument("--json", action="store_true", help="print JSON")
+    retrieve.set_defaults(run=run_retrieve)
+
+    memory = subparsers.add_parser("memory", parents=[common], help="governed memory records")
+    actions = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+    imp = actions.add_parser("import", parents=[common], help="import records from JSONL")
+    imp.add_argument("file", type=Path)
+    imp.set_defaults(run=run_memory_import)
+    exp = actions.add_parser("export", parents=[common], help="export records as JSONL")
+    exp.add_argument("--project")
+    exp.set_defaults(run=run_memory_export)
+    lst = actions.add_parser("list", parents=[common], help="list records")
+    lst.add_argument("--project")
+    lst.add_argument("--status", choices=[s.value for s in MemoryStatus])
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(run=run_memory_list)
+    for name, helptext in (("promote", "candidate -> verified"), ("deprecate", "mark as history")):
+        action = actions.add_parser(name, parents=[common], help=helptext)
+        action.add_argument("id")
+        action.set_defaults(run=run_memory_status, action=name)
+    link = actions.add_parser("link-conflict", parents=[common], help="mark two records as conflicting")
+    link.add_argument("first")
+    link.add_argument("second")
+    link.set_defaults(run=run_memory_link)
+
+
+def run_retrieve(args: argparse.Namespace) -> int:
+    intent = load_input_file(RetrievalIntent, args.intent, what="intent")
+    scope = load_input_file(RetrievalScope, args.scope, what="scope") if args.scope else None
+    workspace = args.workspace.resolve() if args.workspace else None
+    policy = find_policy(workspace, args.policy)
+    with Store.open(args.db, create=True) as store:
+        observation = Retriever(store, policy=policy, workspace_root=workspace).retrieve(
+            intent, scope, project=args.project, session_id=args.session
+        )
+    if args.json:
+        json.dump(observation.to_json(), sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    sys.stdout.write(observation.context_block)
+    funnel = ", ".join(f"{stage.value} {count}" for stage, count in observation.stats.items())
+    print(f"\n-- session {observation.session_id} snapshot {observation.snapshot_id} ({funnel})", file=sys.stderr)
+    return 0
+
+
+def run_memory_import(args: argparse.Namespace) -> int:
+    records = read_jsonl(args.file)
+    with Store.open(args.db, create=True) as store:
+        imported, redactions = import_memories(store, records)
+    console().print(f"imported {imported} memory record(s); {redactions} secret(s) redacted")
+    return 0
+
+
+def run_memory_export(args: argparse.Namespace) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        sys.stdout.write(export_jsonl(list_memories(store, project=args.project)))
+    return 0
+
+
+def run_memory_list(args: argparse.Namespace) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        records = list_memories(store, project=args.project, status=MemoryStatus(args.status) if args.status else None)
+    if args.json:
+        print_json("memories", {"memories": [r.model_dump(mode="json") for r in records]})
+        return 0
+    table = Table("id", "project", "status", "content")
+    for record in records:
+        table.add_row(record.id, record.project, record.status.value, record.content.splitlines()[0][:80] if record.content else "")
+    console().print(table)
+    return 0
+
+
+def run_memory_status(args: argparse.Namespace) -> int:
+    with Store.open(args.db) as store:
+        record = (promote if args.action == "promote" else deprecate)(store, args.id)
+    console().print(f"memory {record.id} is now {record.status.value}")
+    return 0
+
+
+def run_memory_link(args: argparse.Namespace) -> int:
+    with Store.open(args.db) as store:
+        first, second = link_conflict(store, args.first, args.second)
+    console().print(f"memories {first.id} and {second.id} are now conflicted")
+    return 0

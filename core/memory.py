@@ -1,0 +1,153 @@
+"""Governed memory: import, export, list, and the status changes of memory governance.
+
+Statuses decide what retrieval may do with a memory (see ``pipeline/boundary.py``):
+``candidate`` is never shown as a fact; ``verified`` is evidence; ``deprecated`` appears only
+as labelled history; ``conflicted`` appears only with its counterpart; ``private`` only to its
+owner. Content is redacted at import, like everything that enters the system.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from sqlalchemy import update
+from sqlmodel import select
+
+from core.contracts import MemoryRecord, parse_input
+from core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
+from core.hashing import canonical_json, sha256_hex
+from core.index.redact import redact
+from core.store.store import Store, _iso
+from core.store.tables import MemoryRow
+from core.vocab import MemoryStatus
+
+
+def read_jsonl(path: Path) -> list[MemoryRecord]:
+    """Parse a JSONL file of memory records strictly; errors name the line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnreadableFileError(f"cannot read memory file {path}: {exc}") from None
+    records: list[MemoryRecord] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UnreadableFileError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+        records.append(parse_input(MemoryRecord, data, what=f"{path}:{number}"))
+    return records
+
+
+def import_memories(store: Store, records: Iterable[MemoryRecord]) -> tuple[int, int]:
+    """Insert or replace records (redacted at ingest); returns (imported, redactions)."""
+    imported = redactions = 0
+    now = _iso(store.clock.now())
+    with store.write() as conn:
+        for record in records:
+            redacted = redact(record.content)
+            redactions += len(redacted.redactions)
+            clean = record.model_copy(update={"content": redacted.text})
+            body = canonical_json(clean)
+            existing = conn.get(MemoryRow, clean.id)
+            values = dict(project=clean.project, status=clean.status.value, body=body,
+                          content_hash=sha256_hex(body), updated_at=now)
+            if existing is None:
+                conn.add(MemoryRow(id=clean.id, **values))
+            else:
+                conn.execute(update(MemoryRow).where(MemoryRow.id == clean.id).values(**values))
+            imported += 1
+    return imported, redactions
+
+
+def list_memories(store: Store, *, project: str | None = None, status: MemoryStatus | None = None) -> list[MemoryRecord]:
+    statement = select(MemoryRow.body).order_by(MemoryRow.project, MemoryRow.id)
+    if project is not None:
+        statement = statement.where(MemoryRow.project == project)
+    if status is not None:
+        statement = statement.where(MemoryRow.status == status.value)
+    with store.read() as conn:
+        return [MemoryRecord.model_validate_json(bytes(body)) for body in conn.execute(statement).scalars()]
+
+
+def memory_versions(store: Store, project: str) -> list[tuple[MemoryRecord, str]]:
+    """Every memory of a project with the hash of its stored version."""
+    with store.read() as conn:
+        rows = conn.execute(
+            select(MemoryRow.body, MemoryRow.content_hash).where(MemoryRow.project == project).order_by(MemoryRow.id)
+        ).all()
+    return [(MemoryRecord.model_validate_json(bytes(body)), digest) for body, digest in rows]
+
+
+def all_memory_versions(store: Store) -> list[tuple[MemoryRecord, str]]:
+    """Every memory of every project (the scope probe uses this; never model-visible)."""
+    with store.read() as conn:
+        rows = conn.execute(select(MemoryRow.body, MemoryRow.content_hash).order_by(MemoryRow.id)).all()
+    return [(MemoryRecord.model_validate_json(bytes(body)), digest) for body, digest in rows]
+
+
+def _get(store: Store, memory_id: str) -> MemoryRecord:
+    with store.read() as conn:
+        body = conn.execute(select(MemoryRow.body).where(MemoryRow.id == memory_id)).scalar()
+    if body is None:
+        raise UnknownIdError(f"no memory {memory_id!r} in this store")
+    return MemoryRecord.model_validate_json(bytes(body))
+
+
+def _replace(store: Store, record: MemoryRecord) -> MemoryRecord:
+    body = canonical_json(record)
+    with store.write() as conn:
+        conn.execute(
+            update(MemoryRow)
+            .where(MemoryRow.id == record.id)
+            .values(status=record.status.value, body=body, content_hash=sha256_hex(body),
+                    updated_at=_iso(store.clock.now()))
+        )
+    return record
+
+
+def promote(store: Store, memory_id: str) -> MemoryRecord:
+    """candidate -> verified (anything else is refused: promotion needs a candidate)."""
+    record = _get(store, memory_id)
+    if record.status != MemoryStatus.CANDIDATE:
+        raise InvalidInputError(f"memory {memory_id} is {record.status.value}; only a candidate can be promoted")
+    return _replace(store, record.model_copy(update={"status": MemoryStatus.VERIFIED}))
+
+
+def deprecate(store: Store, memory_id: str) -> MemoryRecord:
+    record = _get(store, memory_id)
+    if record.status == MemoryStatus.DEPRECATED:
+        raise InvalidInputError(f"memory {memory_id} is already deprecated")
+    return _replace(
+        store, record.model_copy(update={"status": MemoryStatus.DEPRECATED, "valid_until": store.clock.now()})
+    )
+
+
+def link_conflict(store: Store, first_id: str, second_id: str) -> tuple[MemoryRecord, MemoryRecord]:
+    """Mark two memories as conflicting with each other."""
+    if first_id == second_id:
+        raise InvalidInputError("a memory cannot conflict with itself")
+    first, second = _get(store, first_id), _get(store, second_id)
+    if first.project != second.project:
+        raise InvalidInputError(f"memories {first_id} and {second_id} belong to different projects")
+    linked = []
+    for record, other in ((first, second_id), (second, first_id)):
+        linked.append(
+            _replace(
+                store,
+                record.model_copy(
+                    update={
+                        "status": MemoryStatus.CONFLICTED,
+                        "conflicts_with": tuple(dict.fromkeys((*record.conflicts_with, other))),
+                    }
+                ),
+            )
+        )
+    return linked[0], linked[1]
+
+
+def export_jsonl(records: Iterable[MemoryRecord]) -> str:
+    return "".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False, sort_keys=True) + "\n" for r in records)

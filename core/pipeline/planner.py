@@ -1,0 +1,170 @@
+"""Turn an intent into a plan: weighted terms, then one sub-query per kind of evidence.
+
+Real users paste an issue, so free text is mined for handles first: test ids
+(``tests/x.py::TestY::test_z``), traceback frames (``File "...", line N, in f``), exception
+names, paths, and identifiers (CamelCase, snake_case, dotted). They weigh more than prose
+words, and explicit anchors weigh most. Each term is then tokenized the way the index is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.contracts import RetrievalIntent, RetrievalPlan, RetrievalScope, SubQuery, WeightedTerm
+from core.index.tokenizer import tokenize
+from core.vocab import Authority, EvidenceKind, Purpose, Source, SubQueryIntent
+
+TERM_WEIGHTS: dict[str, float] = {
+    "anchor": 3.0,
+    "test-id": 2.5,
+    "frame": 2.0,
+    "exception": 2.0,
+    "path": 2.0,
+    "identifier": 1.5,
+    "prose": 0.5,
+}
+"""How much each kind of handle counts, relative to a prose word."""
+
+TEST_ID = re.compile(r"[\w./-]+\.\w+::[\w:\[\]-]+")
+FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([\w<>.]+)')
+EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure|Exit|Interrupt))\b")
+PATH = re.compile(r"(?<![\w/])((?:[\w.-]+/)+[\w.-]+\.\w+|[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|md|toml|json|ya?ml))\b")
+IDENTIFIER = re.compile(
+    r"\b([a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z]\w*_\w+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b"
+)
+STOPWORDS = frozenset(
+    """a an the and or but if then else when while of in on at to for from by with without into onto
+    is are was were be been being do does did done have has had this that these those it its it's
+    i you he she we they me him her us them my your our their not no yes can could should would will
+    shall may might must so as than too very just also there here what which who whom whose why how
+    all any each few more most other some such only own same both about above below after before
+    again further once up down out over under until between through during because get got use used
+    using fix fixed please help issue bug problem error fails failing failed test tests""".split()
+)
+
+
+@dataclass(frozen=True)
+class Handle:
+    text: str
+    kind: str
+
+
+def extract_handles(text: str) -> list[Handle]:
+    """Handles found in free text, strongest kinds first, without duplicates."""
+    found: list[Handle] = []
+    seen: set[str] = set()
+
+    def add(value: str, kind: str) -> None:
+        value = value.strip().strip(".,;:'\"()[]")
+        if value and value.lower() not in seen:
+            seen.add(value.lower())
+            found.append(Handle(value, kind))
+
+    for match in TEST_ID.finditer(text):
+        add(match.group(0), "test-id")
+    for match in FRAME.finditer(text):
+        add(match.group(1), "path")
+        add(match.group(3), "frame")
+    for match in EXCEPTION.finditer(text):
+        add(match.group(1), "exception")
+    for match in PATH.finditer(text):
+        add(match.group(1), "path")
+    for match in IDENTIFIER.finditer(text):
+        add(match.group(1), "identifier")
+    for word in re.findall(r"[^\W_]+", text):
+        if len(word) > 2 and word.lower() not in STOPWORDS and not word.isdigit():
+            add(word, "prose")
+    return found
+
+
+def weighted_terms(intent: RetrievalIntent) -> tuple[WeightedTerm, ...]:
+    """Every handle of the intent as index terms, each term at the weight of its best handle."""
+    handles: list[Handle] = []
+    anchors = intent.anchors
+    for value in (anchors.failing_test, *anchors.current_files, *anchors.symbols):
+        if value:
+            handles.append(Handle(value, "anchor"))
+    for text in (anchors.error_text, anchors.traceback):
+        if text:
+            handles += [Handle(h.text, "anchor" if h.kind != "prose" else "prose") for h in extract_handles(text)]
+    handles += extract_handles(intent.question)
+    best: dict[str, WeightedTerm] = {}
+    for handle in handles:
+        weight = TERM_WEIGHTS[handle.kind]
+        for term in tokenize(handle.text):
+            if term in STOPWORDS:
+                continue
+            current = best.get(term)
+            if current is None or current.weight < weight:
+                best[term] = WeightedTerm(term=term, weight=weight, kind=handle.kind)  # type: ignore[arg-type]
+    return tuple(best.values())
+
+
+SUBQUERY_SOURCES: dict[SubQueryIntent, tuple[Source, ...]] = {
+    SubQueryIntent.FIND_ERROR: (Source.ARTIFACT, Source.SESSION_EVENT),
+    SubQueryIntent.FIND_CODE: (Source.WORKSPACE_CODE, Source.WORKSPACE_DOC),
+    SubQueryIntent.FIND_RULE: (Source.PROJECT_RULE,),
+    SubQueryIntent.FIND_MEMORY: (Source.MEMORY,),
+    SubQueryIntent.FIND_DECISION: (Source.DECISION_RECORD,),
+}
+SUBQUERY_TOP_K: dict[SubQueryIntent, int] = {
+    SubQueryIntent.FIND_ERROR: 6,
+    SubQueryIntent.FIND_CODE: 12,
+    SubQueryIntent.FIND_RULE: 5,
+    SubQueryIntent.FIND_MEMORY: 5,
+    SubQueryIntent.FIND_DECISION: 4,
+}
+SUBQUERY_MIN_AUTHORITY: dict[SubQueryIntent, Authority] = {
+    SubQueryIntent.FIND_ERROR: Authority.LOW,
+    SubQueryIntent.FIND_CODE: Authority.LOW,
+    SubQueryIntent.FIND_RULE: Authority.MEDIUM,
+    SubQueryIntent.FIND_MEMORY: Authority.MEDIUM,
+    SubQueryIntent.FIND_DECISION: Authority.MEDIUM,
+}
+REQUIRED_KIND_INTENT: dict[EvidenceKind, SubQueryIntent] = {
+    EvidenceKind.TEST_LOG: SubQueryIntent.FIND_ERROR,
+    EvidenceKind.EVENT: SubQueryIntent.FIND_ERROR,
+    EvidenceKind.CODE: SubQueryIntent.FIND_CODE,
+    EvidenceKind.DOC: SubQueryIntent.FIND_CODE,
+    EvidenceKind.RULE: SubQueryIntent.FIND_RULE,
+    EvidenceKind.MEMORY: SubQueryIntent.FIND_MEMORY,
+    EvidenceKind.DECISION: SubQueryIntent.FIND_DECISION,
+}
+
+
+def plan(intent: RetrievalIntent, scope: RetrievalScope) -> RetrievalPlan:
+    """One sub-query per intent kind that the scope's sources allow, sharing the terms."""
+    terms = weighted_terms(intent)
+    wanted = _wanted_intents(intent, scope)
+    sub_queries: list[SubQuery] = []
+    query_text = " ".join(t.term for t in sorted(terms, key=lambda t: (-t.weight, t.term)))
+    for kind in SubQueryIntent:
+        if kind not in wanted:
+            continue
+        sources = tuple(s for s in SUBQUERY_SOURCES[kind] if scope.admits_source(s))
+        if kind == SubQueryIntent.FIND_ERROR and scope.admits_source(Source.WORKSPACE_DOC):
+            sources += (Source.WORKSPACE_DOC,)  # logs kept in the workspace
+        if not sources or not terms:
+            continue
+        sub_queries.append(
+            SubQuery(
+                id=f"q{len(sub_queries) + 1}-{kind.value}",
+                intent=kind,
+                query_text=query_text,
+                terms=terms,
+                sources=sources,
+                top_k=SUBQUERY_TOP_K[kind],
+                min_authority=SUBQUERY_MIN_AUTHORITY[kind],
+            )
+        )
+    return RetrievalPlan(sub_queries=tuple(sub_queries))
+
+
+def _wanted_intents(intent: RetrievalIntent, scope: RetrievalScope) -> set[SubQueryIntent]:
+    wanted = {SubQueryIntent.FIND_CODE, SubQueryIntent.FIND_RULE, SubQueryIntent.FIND_MEMORY, SubQueryIntent.FIND_DECISION}
+    anchors = intent.anchors
+    if anchors.error_text or anchors.failing_test or anchors.traceback or scope.purpose == Purpose.FIX_TEST:
+        wanted.add(SubQueryIntent.FIND_ERROR)
+    wanted.update(REQUIRED_KIND_INTENT[kind] for kind in intent.required_evidence)
+    return wanted

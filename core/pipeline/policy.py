@@ -1,0 +1,113 @@
+"""The project policy: what a project declares about its own evidence.
+
+Read from ``.scopelens/policy.toml`` in the workspace, or from ``--policy FILE``. It declares
+instruction files, visibility by path glob, denied sources, where rules and decisions live,
+memory rules and a budget. Unknown keys are an error (a typo must not silently widen
+anything). A policy can only *narrow* a scope; see ``scope.py``.
+
+Example::
+
+    instruction_files = ["AGENTS.md"]
+    denied_sources = ["session-event"]
+    rule_globs = ["docs/conventions/*"]
+
+    [[visibility]]
+    glob = "ops/*.env"
+    visibility = "runtime-only"
+
+    [[visibility]]
+    glob = "docs/long/*"
+    visibility = "summary-only"
+
+    [memory]
+    deprecated_as_history = true
+
+    [budget]
+    max_tokens = 1200
+    max_items = 8
+    per_source = { memory = 2, "session-event" = 2 }
+"""
+
+from __future__ import annotations
+
+import tomllib
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from pydantic import Field
+
+from core.contracts import Contract, RetrievalBudget, parse_input
+from core.errors import UnreadableFileError
+from core.hashing import document_hash
+from core.vocab import Source, Trust, Visibility
+
+POLICY_PATH = Path(".scopelens") / "policy.toml"
+
+
+class VisibilityRule(Contract):
+    """Files matching ``glob`` are shown to the model only this way."""
+
+    glob: str
+    visibility: Visibility
+    requires_grant: str | None = None
+    """If set, the *source access* gate also requires this grant in the permission context."""
+
+
+class MemoryRules(Contract):
+    deprecated_as_history: bool = True
+    """Deprecated memories may appear, labelled as history; otherwise they are dropped."""
+    max_candidates_probed: int = Field(default=3, ge=0)
+    """How many candidate (unverified) memories the audit records as withheld per query."""
+
+
+class Policy(Contract):
+    """A project's policy. Every field narrows what a retrieval may show."""
+
+    schema_version: int = 1
+    instruction_files: tuple[str, ...] = ("AGENTS.md",)
+    visibility: tuple[VisibilityRule, ...] = ()
+    denied_sources: tuple[Source, ...] = ()
+    rule_globs: tuple[str, ...] = ()
+    decision_globs: tuple[str, ...] = ()
+    memory: MemoryRules = MemoryRules()
+    budget: RetrievalBudget | None = None
+
+    @property
+    def policy_hash(self) -> str:
+        return document_hash(self)
+
+    def rule_for(self, path: str | None) -> VisibilityRule | None:
+        """The first visibility rule whose glob matches ``path``."""
+        if path is None:
+            return None
+        for rule in self.visibility:
+            if fnmatchcase(path, rule.glob):
+                return rule
+        return None
+
+    def trust_for(self, path: str | None, default: Trust) -> Trust:
+        if path is not None and any(fnmatchcase(path, glob) for glob in self.instruction_files):
+            return Trust.INSTRUCTION
+        return default
+
+
+def load_policy(path: Path) -> Policy:
+    """Read and strictly validate a policy file (one-line errors)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot read policy {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UnreadableFileError(f"policy {path} is not valid TOML: {exc}") from None
+    return parse_input(Policy, data, what=f"policy {path}")
+
+
+def find_policy(workspace_root: Path | None, explicit: Path | None) -> Policy:
+    """``--policy`` if given, else the workspace's ``.scopelens/policy.toml``, else defaults."""
+    if explicit is not None:
+        return load_policy(explicit)
+    if workspace_root is not None and (workspace_root / POLICY_PATH).is_file():
+        return load_policy(workspace_root / POLICY_PATH)
+    return Policy()

@@ -1,0 +1,143 @@
+"""The scope probe: record what the scope's masks withheld, without ever reading its text.
+
+Recall applies project, branch, workspace root, path prefixes, time boundary and sources as
+masks, so nothing outside them is read. For the audit to say what was withheld, the probe
+re-runs each sub-query *without* those masks (top few per sub-query) and records each hit the
+masked recall could not return as a rejection (``out-of-scope``, ``stale``, ``denied-source``)
+with source_ref, version and reason. It never fetches chunk text: only provenance columns.
+Its results are runtime-only; no model-visible output carries them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlmodel import select
+
+from core.contracts import RejectedItem, RetrievalScope, SubQuery
+from core.index.scorer import RecallFilter, Scorer
+from core.index.timeutil import from_micros
+from core.memory import all_memory_versions
+from core.pipeline.recall import TimeWindow, WORKSPACE_SOURCES
+from core.index.small_bm25 import bm25_scores
+from core.store.store import Store
+from core.store.tables import IndexChunkRow, IndexDocumentRow
+from core.vocab import Source, Stage
+
+PROBE_TOP_K = 3
+
+
+def probe(
+    store: Store,
+    scorer: Scorer,
+    sub_queries: Iterable[SubQuery],
+    scope: RetrievalScope,
+    window: TimeWindow,
+    recalled_ids: set[str],
+) -> list[RejectedItem]:
+    """Rejections for what the scope withheld, one per chunk or memory, in probe order."""
+    rejected: dict[str, RejectedItem] = {}
+    for sub_query in sub_queries:
+        terms = [(t.term, t.weight) for t in sub_query.terms]
+        hits = scorer.search(terms, RecallFilter(project=None), top_k=PROBE_TOP_K)
+        for row in _provenance(store, [h.chunk_id for h in hits]):
+            candidate_id = f"chunk:{row['id']}"
+            if candidate_id in recalled_ids or candidate_id in rejected:
+                continue
+            verdict = _why_withheld(row, scope, window)
+            if verdict is not None:
+                rejected[candidate_id] = _item(candidate_id, row, *verdict)
+        if Source.MEMORY in sub_query.sources or Source.MEMORY in scope.denied_sources:
+            for item in _memory_probe(store, terms, scope):
+                rejected.setdefault(item.candidate_id, item)
+    return list(rejected.values())
+
+
+def _provenance(store: Store, chunk_ids: list[int]) -> list[dict[str, object]]:
+    if not chunk_ids:
+        return []
+    with store.read() as conn:
+        rows = conn.execute(
+            select(
+                IndexChunkRow.id, IndexChunkRow.path, IndexChunkRow.start_line, IndexChunkRow.end_line,
+                IndexDocumentRow.project, IndexDocumentRow.branch, IndexDocumentRow.root,
+                IndexDocumentRow.source, IndexDocumentRow.content_hash,
+                IndexDocumentRow.valid_from, IndexDocumentRow.valid_to,
+            )
+            .join(IndexDocumentRow, IndexDocumentRow.id == IndexChunkRow.document_id)
+            .where(IndexChunkRow.id.in_(chunk_ids))  # type: ignore[attr-defined]
+        ).mappings().all()
+    order = {cid: n for n, cid in enumerate(chunk_ids)}
+    return sorted((dict(r) for r in rows), key=lambda r: order[int(r["id"])])  # type: ignore[arg-type]
+
+
+def _why_withheld(row: dict[str, object], scope: RetrievalScope, window: TimeWindow) -> tuple[Stage, str] | None:
+    if row["project"] != scope.project:
+        return Stage.OUT_OF_SCOPE, f"project {row['project']} is outside the scope (project {scope.project})"
+    if scope.branch is not None and row["branch"] != scope.branch:
+        return Stage.OUT_OF_SCOPE, f"branch {row['branch'] or '-'} is outside the scope (branch {scope.branch})"
+    if scope.workspace_root is not None and row["root"] != scope.workspace_root:
+        return Stage.OUT_OF_SCOPE, f"workspace {row['root']} is outside the scope"
+    path = str(row["path"])
+    if scope.path_prefixes and not any(
+        path == p.strip("/") or path.startswith(p.strip("/") + "/") for p in scope.path_prefixes
+    ):
+        return Stage.OUT_OF_SCOPE, f"path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
+    source = Source(str(row["source"]))
+    if source in WORKSPACE_SOURCES and not scope.admits_source(source):
+        return Stage.DENIED_SOURCE, f"source {source.value} is denied in this scope"
+    valid_from = from_micros(int(row["valid_from"]))  # type: ignore[arg-type]
+    valid_to = None if row["valid_to"] is None else from_micros(int(row["valid_to"]))  # type: ignore[arg-type]
+    as_of_given = scope.time_boundary.as_of is not None
+    if valid_to is not None and (not as_of_given or valid_to <= window.as_of):
+        return Stage.STALE, f"version superseded at {_when(valid_to)}"
+    if valid_from > window.as_of:
+        return Stage.STALE, f"version indexed at {_when(valid_from)}, after as_of {_when(window.as_of)}"
+    if window.include_after is not None and valid_from < window.include_after:
+        return Stage.STALE, f"captured {_when(valid_from)}, before include_after {_when(window.include_after)}"
+    if window.exclude_after is not None and valid_from > window.exclude_after:
+        return Stage.STALE, f"captured {_when(valid_from)}, after exclude_after {_when(window.exclude_after)}"
+    return None
+
+
+def _memory_probe(store: Store, terms: list[tuple[str, float]], scope: RetrievalScope) -> list[RejectedItem]:
+    records = all_memory_versions(store)
+    scores = bm25_scores(terms, [record.content for record, _ in records])
+    ranked = sorted(
+        ((s, r, d) for s, (r, d) in zip(scores, records) if s > 0), key=lambda t: (-t[0], t[1].id)
+    )[:PROBE_TOP_K]
+    items = []
+    for _score, record, digest in ranked:
+        if record.project != scope.project:
+            reason, stage = f"memory of project {record.project}, outside the scope", Stage.OUT_OF_SCOPE
+        elif not scope.admits_source(Source.MEMORY):
+            reason, stage = "source memory is denied in this scope", Stage.DENIED_SOURCE
+        else:
+            continue
+        items.append(
+            RejectedItem(
+                candidate_id=f"memory:{record.id}", source=Source.MEMORY, source_ref=f"memory:{record.id}",
+                source_version=digest, stage=stage, reason=reason, from_probe=True,
+            )
+        )
+    return items
+
+
+def _item(candidate_id: str, row: dict[str, object], stage: Stage, reason: str) -> RejectedItem:
+    return RejectedItem(
+        candidate_id=candidate_id,
+        source=Source(str(row["source"])),
+        source_ref=f"{row['path']}:{row['start_line']}-{row['end_line']}",
+        source_version=str(row["content_hash"]),
+        path=str(row["path"]),
+        line_start=int(row["start_line"]),  # type: ignore[arg-type]
+        line_end=int(row["end_line"]),  # type: ignore[arg-type]
+        stage=stage,
+        reason=reason,
+        from_probe=True,
+    )
+
+
+def _when(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,283 @@
+"""Recallers: find candidates for each sub-query, inside the scope's masks.
+
+Each recaller returns :class:`Candidate` objects with provenance, never prompt text. Project,
+branch, workspace root and the time boundary are masks here (nothing outside them is read);
+what they withheld is recorded separately by the probe (``probe.py``). Candidates found by
+several sub-queries are merged, keeping every sub-query id and the best lexical score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlmodel import select
+
+from core.contracts import ArtifactRef, Candidate, RetrievalScope, ScoreBreakdown, SubQuery
+from core.index.chunks import ChunkRecord, fetch_chunks
+from core.index.scorer import RecallFilter, Scorer
+from core.index.small_bm25 import bm25_scores
+from core.index.timeutil import to_micros
+from core.memory import memory_versions
+from core.pipeline.policy import Policy
+from core.store.store import Store
+from core.store.tables import EventRow, SessionRow
+from core.contracts import Event
+from core.vocab import Authority, EventType, EvidenceKind, MemoryStatus, Source, Trust, Visibility
+
+WORKSPACE_SOURCES = frozenset({Source.WORKSPACE_CODE, Source.WORKSPACE_DOC, Source.PROJECT_RULE, Source.DECISION_RECORD})
+SOURCE_AUTHORITY: dict[Source, Authority] = {
+    Source.PROJECT_RULE: Authority.HIGH,
+    Source.DECISION_RECORD: Authority.HIGH,
+    Source.WORKSPACE_CODE: Authority.HIGH,
+    Source.WORKSPACE_DOC: Authority.MEDIUM,
+    Source.ARTIFACT: Authority.MEDIUM,
+    Source.SESSION_EVENT: Authority.LOW,
+    Source.MEMORY: Authority.MEDIUM,
+}
+MEMORY_AUTHORITY: dict[MemoryStatus, Authority] = {
+    MemoryStatus.VERIFIED: Authority.HIGH,
+    MemoryStatus.CONFLICTED: Authority.MEDIUM,
+    MemoryStatus.DEPRECATED: Authority.LOW,
+    MemoryStatus.CANDIDATE: Authority.LOW,
+    MemoryStatus.PRIVATE: Authority.MEDIUM,
+}
+ARTIFACT_WINDOW_LINES = 30
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """The scope's time boundary in index units; ``as_of`` is always set (``now`` by default)."""
+
+    as_of: datetime
+    include_after: datetime | None
+    exclude_after: datetime | None
+
+    def admits(self, moment: datetime) -> bool:
+        if moment > self.as_of:
+            return False
+        if self.include_after is not None and moment < self.include_after:
+            return False
+        if self.exclude_after is not None and moment > self.exclude_after:
+            return False
+        return True
+
+
+def time_window(scope: RetrievalScope, now: datetime) -> TimeWindow:
+    boundary = scope.time_boundary
+    return TimeWindow(boundary.as_of or now, boundary.include_after, boundary.exclude_after)
+
+
+def workspace_filter(scope: RetrievalScope, sources: frozenset[Source], window: TimeWindow, *, as_of_given: bool) -> RecallFilter:
+    """The scorer masks for a scope (``as_of`` unset means the live index)."""
+    return RecallFilter(
+        project=scope.project,
+        branch=scope.branch,
+        workspace_root=scope.workspace_root,
+        path_prefixes=scope.path_prefixes,
+        sources=sources,
+        as_of_us=to_micros(window.as_of) if as_of_given else None,
+        include_after_us=None if window.include_after is None else to_micros(window.include_after),
+        exclude_after_us=None if window.exclude_after is None else to_micros(window.exclude_after),
+    )
+
+
+def chunk_candidate(chunk: ChunkRecord, score: float, sub_query: SubQuery, policy: Policy, as_of: datetime) -> Candidate:
+    rule = policy.rule_for(chunk.path)
+    default_trust = Trust.UNTRUSTED_OBSERVATION if chunk.evidence_kind == EvidenceKind.TEST_LOG else Trust.EVIDENCE
+    return Candidate(
+        id=f"chunk:{chunk.chunk_id}",
+        source=chunk.source,
+        source_ref=chunk.source_ref,
+        source_version=chunk.content_hash,
+        path=chunk.path,
+        line_start=chunk.start_line,
+        line_end=chunk.end_line,
+        symbol=chunk.symbol,
+        project=chunk.project,
+        branch=chunk.branch or None,
+        captured_at=chunk.valid_from,
+        valid_as_of=as_of,
+        text=chunk.text,
+        evidence_kind=chunk.evidence_kind,
+        visibility=rule.visibility if rule else Visibility.RAW,
+        trust=policy.trust_for(chunk.path, default_trust),
+        authority=SOURCE_AUTHORITY[chunk.source],
+        scores=ScoreBreakdown(lexical=score),
+        sub_query_ids=(sub_query.id,),
+    )
+
+
+class Recall:
+    """All recallers over one store, for one retrieval."""
+
+    def __init__(self, store: Store, scorer: Scorer, policy: Policy) -> None:
+        self.store = store
+        self.scorer = scorer
+        self.policy = policy
+
+    def run(self, sub_queries: Sequence[SubQuery], scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
+        merged: dict[str, Candidate] = {}
+        for sub_query in sub_queries:
+            for candidate in self.recall_one(sub_query, scope, window):
+                current = merged.get(candidate.id)
+                if current is None:
+                    merged[candidate.id] = candidate
+                    continue
+                merged[candidate.id] = current.model_copy(
+                    update={
+                        "sub_query_ids": (*current.sub_query_ids, sub_query.id),
+                        "scores": current.scores.model_copy(
+                            update={"lexical": max(current.scores.lexical, candidate.scores.lexical)}
+                        ),
+                    }
+                )
+        return sorted(merged.values(), key=lambda c: (-c.scores.lexical, c.id))
+
+    def recall_one(self, sub_query: SubQuery, scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
+        terms = [(t.term, t.weight) for t in sub_query.terms]
+        found: list[Candidate] = []
+        workspace = frozenset(sub_query.sources) & WORKSPACE_SOURCES
+        if workspace:
+            flt = workspace_filter(scope, workspace, window, as_of_given=scope.time_boundary.as_of is not None)
+            hits = self.scorer.search(terms, flt, top_k=sub_query.top_k)
+            chunks = fetch_chunks(self.store, [h.chunk_id for h in hits])
+            found += [chunk_candidate(chunks[h.chunk_id], h.score, sub_query, self.policy, window.as_of) for h in hits]
+        if Source.SESSION_EVENT in sub_query.sources or Source.ARTIFACT in sub_query.sources:
+            found += self._session_candidates(sub_query, scope, window, terms)
+        if Source.MEMORY in sub_query.sources:
+            found += self._memory_candidates(sub_query, scope, window, terms)
+        return found
+
+    # ------------------------------------------------------------------ sessions & artifacts
+
+    def _project_events(self, scope: RetrievalScope) -> list[Event]:
+        statement = (
+            select(EventRow.body)
+            .join(SessionRow, SessionRow.id == EventRow.session_id)
+            .where(SessionRow.project == scope.project)
+            .where(EventRow.type.in_([EventType.USER_MESSAGE.value, EventType.MODEL_RESPONSE.value, EventType.TOOL_FINISHED.value]))  # type: ignore[attr-defined]
+            .order_by(EventRow.store_seq)
+        )
+        if scope.branch is not None:
+            statement = statement.where((SessionRow.branch == scope.branch) | (SessionRow.branch.is_(None)))  # type: ignore[union-attr]
+        with self.store.read() as conn:
+            return [Event.model_validate_json(bytes(body)) for body in conn.execute(statement).scalars()]
+
+    def _session_candidates(
+        self, sub_query: SubQuery, scope: RetrievalScope, window: TimeWindow, terms: list[tuple[str, float]]
+    ) -> list[Candidate]:
+        events = [e for e in self._project_events(scope) if window.admits(e.created_at)]
+        pool: list[Candidate] = []
+        for event in events:
+            if Source.SESSION_EVENT in sub_query.sources:
+                text = _event_text(event)
+                if text:
+                    pool.append(self._event_candidate(event, text, scope, window))
+            if Source.ARTIFACT in sub_query.sources and event.type == EventType.TOOL_FINISHED:
+                for ref in event.payload.get("artifacts", []):
+                    pool += self._artifact_candidates(event, ArtifactRef.model_validate(ref), scope, window)
+        return _top(pool, terms, sub_query)
+
+    def _event_candidate(self, event: Event, text: str, scope: RetrievalScope, window: TimeWindow) -> Candidate:
+        from core.hashing import text_hash
+
+        return Candidate(
+            id=f"event:{event.session_id}#{event.seq}",
+            source=Source.SESSION_EVENT,
+            source_ref=f"{event.session_id}#{event.seq}",
+            source_version=text_hash(text),
+            project=scope.project,
+            branch=scope.branch,
+            captured_at=event.created_at,
+            valid_as_of=window.as_of,
+            text=text,
+            evidence_kind=EvidenceKind.EVENT,
+            trust=Trust.UNTRUSTED_OBSERVATION,
+            authority=SOURCE_AUTHORITY[Source.SESSION_EVENT],
+        )
+
+    def _artifact_candidates(self, event: Event, ref: ArtifactRef, scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
+        try:
+            text = self.store.get_blob(ref.blob).decode("utf-8", errors="replace")
+        except Exception:  # a missing blob is a verify problem, not a recall crash
+            return []
+        lines = text.splitlines()
+        candidates = []
+        for start in range(0, max(len(lines), 1), ARTIFACT_WINDOW_LINES):
+            window_lines = lines[start : start + ARTIFACT_WINDOW_LINES]
+            if not any(line.strip() for line in window_lines):
+                continue
+            first, last = start + 1, start + len(window_lines)
+            candidates.append(
+                Candidate(
+                    id=f"artifact:{ref.blob[:16]}:{first}-{last}",
+                    source=Source.ARTIFACT,
+                    source_ref=f"{ref.name}:{first}-{last}",
+                    source_version=ref.blob,
+                    path=ref.name,
+                    line_start=first,
+                    line_end=last,
+                    project=scope.project,
+                    branch=scope.branch,
+                    captured_at=event.created_at,
+                    valid_as_of=window.as_of,
+                    text="\n".join(window_lines),
+                    evidence_kind=ref.evidence_kind,
+                    trust=Trust.UNTRUSTED_OBSERVATION,
+                    authority=SOURCE_AUTHORITY[Source.ARTIFACT],
+                )
+            )
+        return candidates
+
+    # ------------------------------------------------------------------ memory
+
+    def _memory_candidates(
+        self, sub_query: SubQuery, scope: RetrievalScope, window: TimeWindow, terms: list[tuple[str, float]]
+    ) -> list[Candidate]:
+        pool = []
+        for record, digest in memory_versions(self.store, scope.project):
+            if record.branch is not None and scope.branch is not None and record.branch != scope.branch:
+                continue
+            if not window.admits(record.valid_from):
+                continue
+            pool.append(
+                Candidate(
+                    id=f"memory:{record.id}",
+                    source=Source.MEMORY,
+                    source_ref=f"memory:{record.id}",
+                    source_version=digest,
+                    project=record.project,
+                    branch=record.branch,
+                    captured_at=record.valid_from,
+                    valid_as_of=record.valid_until,
+                    text=record.content,
+                    evidence_kind=EvidenceKind.MEMORY,
+                    trust=Trust.EVIDENCE,
+                    authority=MEMORY_AUTHORITY[record.status],
+                    memory_status=record.status,
+                    owner=record.private_to,
+                    conflicts_with=tuple(f"memory:{other}" for other in record.conflicts_with),
+                    visibility=Visibility.RAW,
+                )
+            )
+        return _top(pool, terms, sub_query)
+
+
+def _event_text(event: Event) -> str:
+    payload = event.payload
+    if event.type == EventType.TOOL_FINISHED:
+        return f"{payload.get('tool', '')}: {payload.get('output_preview', '')}".strip()
+    return str(payload.get("text", ""))
+
+
+def _top(pool: list[Candidate], terms: list[tuple[str, float]], sub_query: SubQuery) -> list[Candidate]:
+    scores = bm25_scores(terms, [c.text for c in pool])
+    ranked = sorted(
+        ((score, c) for score, c in zip(scores, pool) if score > 0), key=lambda pair: (-pair[0], pair[1].id)
+    )[: sub_query.top_k]
+    return [
+        c.model_copy(update={"scores": ScoreBreakdown(lexical=score), "sub_query_ids": (sub_query.id,)})
+        for score, c in ranked
+    ]

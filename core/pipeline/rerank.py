@@ -1,0 +1,155 @@
+"""Task-aware rerank: decomposed scores, weighted per purpose, with deterministic ties.
+
+Each component is in [0, 1]:
+
+* ``lexical``: BM25 score divided by the best BM25 score among the candidates;
+* ``anchor``: the share of the intent's anchors (failing test, current files, symbols, the
+  error text's handles) that the candidate's path, symbol or text hits;
+* ``authority``: from the source and memory status (high 1.0, medium 0.6, low 0.2);
+* ``recency``: ``0.5 ** (age_days / 30)`` relative to ``as_of``;
+* ``scope``: 1.0 when the candidate is one of the current files or in their directory;
+* ``actionability``: how directly this kind of evidence supports the next step for the
+  purpose (a failing test's log and code for ``fix-test``; rules and decisions for
+  ``review-risk``);
+* ``diversity``: 1.0 for the first candidate of each evidence kind in rank order, applied
+  in a second pass;
+* ``semantic``: a slot for an embedding score; 0.0 (there is no model in the engine).
+
+``final`` is the weighted sum under the purpose's row of :data:`WEIGHTS`. Ties are broken
+by source_ref, then candidate id.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from datetime import datetime
+
+from core.contracts import Candidate, RetrievalIntent, ScoreBreakdown
+from core.index.tokenizer import tokenize
+from core.pipeline.planner import extract_handles
+from core.vocab import Authority, EvidenceKind, Purpose
+
+COMPONENTS = ("semantic", "lexical", "anchor", "authority", "recency", "scope", "actionability", "diversity")
+
+WEIGHTS: dict[Purpose, dict[str, float]] = {
+    Purpose.FIX_TEST: {"semantic": 0.0, "lexical": 0.25, "anchor": 0.30, "authority": 0.10, "recency": 0.05,
+                       "scope": 0.10, "actionability": 0.15, "diversity": 0.05},
+    Purpose.EXPLAIN_CODE: {"semantic": 0.0, "lexical": 0.35, "anchor": 0.25, "authority": 0.15, "recency": 0.0,
+                           "scope": 0.10, "actionability": 0.10, "diversity": 0.05},
+    Purpose.REVIEW_RISK: {"semantic": 0.0, "lexical": 0.25, "anchor": 0.15, "authority": 0.25, "recency": 0.05,
+                          "scope": 0.05, "actionability": 0.20, "diversity": 0.05},
+    Purpose.ANSWER_QUESTION: {"semantic": 0.0, "lexical": 0.40, "anchor": 0.15, "authority": 0.20, "recency": 0.05,
+                              "scope": 0.05, "actionability": 0.05, "diversity": 0.10},
+}
+"""The one table of rerank weights: a row per purpose, summing to 1."""
+
+AUTHORITY_VALUE = {Authority.HIGH: 1.0, Authority.MEDIUM: 0.6, Authority.LOW: 0.2}
+ACTIONABILITY: dict[Purpose, dict[EvidenceKind, float]] = {
+    Purpose.FIX_TEST: {EvidenceKind.TEST_LOG: 1.0, EvidenceKind.CODE: 0.9, EvidenceKind.RULE: 0.7,
+                       EvidenceKind.MEMORY: 0.6, EvidenceKind.DECISION: 0.5, EvidenceKind.EVENT: 0.4,
+                       EvidenceKind.DOC: 0.2},
+    Purpose.EXPLAIN_CODE: {EvidenceKind.CODE: 1.0, EvidenceKind.DOC: 0.7, EvidenceKind.DECISION: 0.6,
+                           EvidenceKind.RULE: 0.5, EvidenceKind.MEMORY: 0.4, EvidenceKind.TEST_LOG: 0.3,
+                           EvidenceKind.EVENT: 0.2},
+    Purpose.REVIEW_RISK: {EvidenceKind.RULE: 1.0, EvidenceKind.DECISION: 1.0, EvidenceKind.CODE: 0.7,
+                          EvidenceKind.MEMORY: 0.6, EvidenceKind.TEST_LOG: 0.5, EvidenceKind.DOC: 0.4,
+                          EvidenceKind.EVENT: 0.3},
+    Purpose.ANSWER_QUESTION: {EvidenceKind.DOC: 0.8, EvidenceKind.CODE: 0.8, EvidenceKind.RULE: 0.8,
+                              EvidenceKind.DECISION: 0.8, EvidenceKind.MEMORY: 0.6, EvidenceKind.TEST_LOG: 0.5,
+                              EvidenceKind.EVENT: 0.4},
+}
+RECENCY_HALF_LIFE_DAYS = 30.0
+
+
+def anchor_handles(intent: RetrievalIntent) -> list[str]:
+    """The intent's anchors as strings to look for (paths, test ids, symbols, error handles)."""
+    anchors = intent.anchors
+    handles = [h for h in (anchors.failing_test, *anchors.current_files, *anchors.symbols) if h]
+    if anchors.failing_test and "::" in anchors.failing_test:
+        handles.append(anchors.failing_test.split("::")[0])
+    for text in (anchors.error_text, anchors.traceback):
+        if text:
+            handles += [h.text for h in extract_handles(text) if h.kind != "prose"]
+            handles.append(text.strip().splitlines()[-1] if text.strip() else "")
+    return [h for h in dict.fromkeys(handles) if h]
+
+
+def _anchor_score(candidate: Candidate, handles: list[str]) -> float:
+    if not handles:
+        return 0.0
+    text = candidate.text.lower()
+    path = (candidate.path or candidate.source_ref).lower()
+    symbol = (candidate.symbol or "").lower()
+    hits = 0.0
+    for handle in handles:
+        needle = handle.lower()
+        file_part = needle.split("::")[0]
+        if path and (path == file_part or path.endswith("/" + file_part) or file_part.endswith(path)):
+            hits += 1.0
+        elif symbol and (needle == symbol or needle.endswith("." + symbol) or symbol.endswith("." + needle)):
+            hits += 1.0
+        elif needle in text:
+            hits += 0.8
+        else:
+            words = set(tokenize(needle))
+            if words and len(words & set(tokenize(text))) / len(words) >= 0.75:
+                hits += 0.5
+    return min(1.0, hits / max(1.0, min(len(handles), 3.0)))
+
+
+def _scope_score(candidate: Candidate, intent: RetrievalIntent) -> float:
+    if not candidate.path:
+        return 0.0
+    current = list(intent.anchors.current_files)
+    if intent.anchors.failing_test:
+        current.append(intent.anchors.failing_test.split("::")[0])
+    if candidate.path in current:
+        return 1.0
+    directories = {posixpath.dirname(f) for f in current}
+    return 0.5 if posixpath.dirname(candidate.path) in directories else 0.0
+
+
+def _recency(candidate: Candidate, as_of: datetime) -> float:
+    age_days = max((as_of - candidate.captured_at).total_seconds() / 86400.0, 0.0)
+    return 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+
+
+def rerank(candidates: list[Candidate], intent: RetrievalIntent, purpose: Purpose, as_of: datetime) -> list[Candidate]:
+    """Score every candidate and return them in final order (best first)."""
+    if not candidates:
+        return []
+    weights = WEIGHTS[purpose]
+    best_lexical = max(c.scores.lexical for c in candidates) or 1.0
+    handles = anchor_handles(intent)
+    scored: list[Candidate] = []
+    for candidate in candidates:
+        parts = {
+            "semantic": 0.0,
+            "lexical": candidate.scores.lexical / best_lexical,
+            "anchor": _anchor_score(candidate, handles),
+            "authority": AUTHORITY_VALUE[candidate.authority],
+            "recency": _recency(candidate, as_of),
+            "scope": _scope_score(candidate, intent),
+            "actionability": ACTIONABILITY[purpose][candidate.evidence_kind],
+            "diversity": 0.0,
+        }
+        scored.append(candidate.model_copy(update={"scores": _breakdown(parts, weights)}))
+    first_pass = sorted(scored, key=_order)
+    seen_kinds: set[EvidenceKind] = set()
+    final: list[Candidate] = []
+    for candidate in first_pass:
+        parts = candidate.scores.model_dump()
+        parts["diversity"] = 0.0 if candidate.evidence_kind in seen_kinds else 1.0
+        seen_kinds.add(candidate.evidence_kind)
+        final.append(candidate.model_copy(update={"scores": _breakdown(parts, weights)}))
+    return sorted(final, key=_order)
+
+
+def _breakdown(parts: dict[str, float], weights: dict[str, float]) -> ScoreBreakdown:
+    rounded = {name: round(float(parts[name]), 6) for name in COMPONENTS}
+    final = round(sum(weights[name] * rounded[name] for name in COMPONENTS), 6)
+    return ScoreBreakdown(**rounded, final=final)
+
+
+def _order(candidate: Candidate) -> tuple[float, str, str]:
+    return (-candidate.scores.final, candidate.source_ref, candidate.id)

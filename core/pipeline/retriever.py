@@ -1,0 +1,305 @@
+"""The retrieval runtime: the only place that knows the order of the stages.
+
+``Retriever(store).retrieve(intent, scope)`` resolves the scope, plans, recalls, probes,
+filters at the boundary, reranks, packs, trims, binds citations, writes the audit snapshot
+in one transaction, and only then returns the model-visible block.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import select
+
+from core import ENGINE_VERSION
+from core.clock import Clock, IdSource, RandomIds, SystemClock
+from core.contracts import (
+    SCHEMA_VERSION,
+    AuditSnapshot,
+    BudgetRecord,
+    CitationEntry,
+    Pins,
+    Projection,
+    RankedEntry,
+    RejectedItem,
+    RetrievalIntent,
+    RetrievalScope,
+    SnapshotItem,
+)
+from core.hashing import document_hash, sha256_hex, text_hash
+from core.index.indexer import index_version
+from core.index.scorer import BM25_B, BM25_K1, Scorer
+from core.pipeline import pack as pack_module
+from core.pipeline import rerank as rerank_module
+from core.pipeline import trim as trim_module
+from core.pipeline.boundary import filter_boundary
+from core.pipeline.pack import pack
+from core.pipeline.planner import SUBQUERY_TOP_K, TERM_WEIGHTS, plan
+from core.pipeline.policy import Policy
+from core.pipeline.probe import probe
+from core.pipeline.project import render_block
+from core.pipeline.recall import Recall, time_window
+from core.pipeline.rerank import anchor_handles, rerank
+from core.pipeline.scope import resolve_scope
+from core.pipeline.trim import fit_to_budget
+from core.store.store import Store
+from core.store.tables import IndexRunRow, SessionHeadRow
+from core.vocab import EvidenceKind, Stage
+
+SELECTED_REASONS = (
+    ("anchor", "hits an anchor of the task"),
+    ("lexical", "matches the query terms"),
+    ("authority", "high-authority source"),
+    ("actionability", "directly actionable for the purpose"),
+    ("scope", "in the current files' neighbourhood"),
+)
+
+
+def engine_config() -> dict[str, Any]:
+    """Everything that changes results apart from the index and the policy (pinned by hash)."""
+    return {
+        "bm25": {"k1": BM25_K1, "b": BM25_B},
+        "term_weights": TERM_WEIGHTS,
+        "subquery_top_k": {k.value: v for k, v in SUBQUERY_TOP_K.items()},
+        "rerank_weights": {p.value: w for p, w in rerank_module.WEIGHTS.items()},
+        "cutoff": {"min": pack_module.MIN_FINAL_SCORE, "relative": pack_module.RELATIVE_CUTOFF},
+        "trim": {"item_overhead": trim_module.ITEM_OVERHEAD},
+    }
+
+
+@dataclass(frozen=True)
+class RetrievalObservation:
+    """What a harness gets back: the block, and the audit facts behind it."""
+
+    session_id: str
+    snapshot_id: str
+    snapshot_hash: str
+    context_block: str
+    snapshot: AuditSnapshot
+
+    @property
+    def citations(self) -> dict[str, CitationEntry]:
+        return dict(self.snapshot.projection.citation_map)
+
+    @property
+    def stats(self) -> dict[Stage, int]:
+        return dict(self.snapshot.stats)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``retrieve --json`` document."""
+        snapshot = self.snapshot
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "session_id": self.session_id,
+            "snapshot_id": self.snapshot_id,
+            "snapshot_hash": self.snapshot_hash,
+            "context_block": self.context_block,
+            "citations": {k: v.model_dump(mode="json") for k, v in snapshot.projection.citation_map.items()},
+            "stats": {stage.value: count for stage, count in snapshot.stats.items()},
+            "missing_evidence": [k.value for k in snapshot.missing_evidence],
+            "selected": [
+                {
+                    "citation_id": item.citation_id,
+                    "source_ref": item.source_ref,
+                    "path": item.path,
+                    "line_start": item.line_start,
+                    "line_end": item.line_end,
+                    "scores": item.scores.model_dump(),
+                    "trim_ranges": [r.model_dump() for r in item.trim_ranges],
+                    "visible_text_hash": item.visible_text_hash,
+                    "label": item.label,
+                    "selected_reason": item.selected_reason,
+                }
+                for item in snapshot.selected
+            ],
+            "rejected": [
+                {"source_ref": r.source_ref, "path": r.path, "stage": r.stage.value, "reason": r.reason,
+                 "from_probe": r.from_probe}
+                for r in snapshot.rejected
+            ],
+            "ranked": [entry.model_dump() for entry in snapshot.ranked],
+        }
+
+
+class Retriever:
+    """Scoped retrieval over one store. Reuse it: it caches index arrays between calls."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        policy: Policy | None = None,
+        workspace_root: Path | str | None = None,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+        engine_version: str = ENGINE_VERSION,
+    ) -> None:
+        self.store = store
+        self.policy = policy or Policy()
+        self.workspace_root = str(Path(workspace_root).resolve()) if workspace_root else None
+        self.clock = clock or store.clock or SystemClock()
+        self.ids = ids or store.ids or RandomIds()
+        self.engine_version = engine_version
+        self.scorer = Scorer(store)
+
+    def retrieve(
+        self,
+        intent: RetrievalIntent,
+        scope: RetrievalScope | None = None,
+        *,
+        project: str | None = None,
+        session_id: str | None = None,
+        turn: int | None = None,
+        model_request_id: str | None = None,
+    ) -> RetrievalObservation:
+        project = project or (scope.project if scope else None)
+        if project is None:
+            raise ValueError("retrieve needs a project (or a scope that names one)")
+        branch = scope.branch if scope else None
+        if session_id is None:
+            session_id = self.store.create_session(
+                project=project, branch=branch, workspace_root=self.workspace_root, title=intent.question[:80],
+                session_id=self.ids.new_id("s"), created_at=self.clock.now(),
+            ).id
+        else:
+            self.store.get_session(session_id)
+        scope = resolve_scope(
+            project=project, intent=intent, policy=self.policy, scope=scope, session_id=session_id,
+            workspace_root=self.workspace_root,
+        )
+        now = self.clock.now()
+        window = time_window(scope, now)
+        retrieval_plan = plan(intent, scope)
+        sub_queries = {q.id: q for q in retrieval_plan.sub_queries}
+
+        recalled = Recall(self.store, self.scorer, self.policy).run(retrieval_plan.sub_queries, scope, window)
+        probed = probe(self.store, self.scorer, retrieval_plan.sub_queries, scope, window, {c.id for c in recalled})
+        boundary = filter_boundary(recalled, scope, self.policy, window, sub_queries)
+        ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of)
+        packed = pack(ranked, scope.budget)
+        needles = anchor_handles(intent) + [t.term for q in retrieval_plan.sub_queries[:1] for t in q.terms if t.weight >= 2.0]
+        trimmed = fit_to_budget(packed.selected, scope.budget.max_tokens, needles)
+
+        snapshot_id = self.ids.new_id("snap")
+        nonce = sha256_hex(f"{snapshot_id}:{self.ids.new_id('nonce')}".encode())[:12]
+        items = self._bind_citations(snapshot_id, trimmed.fitted, boundary.labels, rerank_module.WEIGHTS[scope.purpose])
+        selected_kinds = {item.evidence_kind for item in items}
+        missing = [kind for kind in intent.required_evidence if kind not in selected_kinds]
+        block = render_block(snapshot_id=snapshot_id, nonce=nonce, purpose=scope.purpose.value, items=items, missing=missing)
+        rejected: list[RejectedItem] = [*probed, *boundary.rejected, *packed.rejected, *trimmed.rejected]
+        selected_ids = {item.candidate_id for item in items}
+        stats = Counter(r.stage for r in rejected)
+        stats[Stage.SELECTED] = len(items)
+        snapshot = AuditSnapshot(
+            id=snapshot_id,
+            session_id=session_id,
+            turn=turn if turn is not None else self._current_turn(session_id),
+            model_request_id=model_request_id,
+            created_at=now,
+            intent=intent,
+            scope=scope,
+            plan=retrieval_plan,
+            stats={stage: stats.get(stage, 0) for stage in Stage if stats.get(stage, 0)},
+            selected=tuple(items),
+            rejected=tuple(rejected),
+            ranked=tuple(
+                RankedEntry(rank=rank, candidate_id=c.id, source_ref=c.source_ref, path=c.path,
+                            final_score=c.scores.final, selected=c.id in selected_ids)
+                for rank, c in enumerate(ranked, start=1)
+            ),
+            budget=BudgetRecord(
+                max_tokens=scope.budget.max_tokens,
+                estimated_tokens=trimmed.estimated_tokens,
+                max_items=scope.budget.max_items,
+                trimming_policy="keep first line and anchor lines (±1), then fill from the top",
+                per_source=dict(scope.budget.per_source),
+            ),
+            projection=Projection(
+                block_ref=sha256_hex(block.encode("utf-8")),
+                visible_text_hash=text_hash(block),
+                nonce=nonce,
+                citation_map={
+                    item.citation_id: CitationEntry(
+                        citation_id=item.citation_id, item_id=item.item_id, source_ref=item.source_ref,
+                        visible_text_hash=item.visible_text_hash, authority=item.authority,
+                        evidence_kind=item.evidence_kind,
+                    )
+                    for item in items
+                },
+            ),
+            pins=self._pins(scope),
+            missing_evidence=tuple(missing),
+        )
+        snapshot_hash = self.store.write_snapshot(snapshot, block)
+        return RetrievalObservation(session_id, snapshot_id, snapshot_hash, block, snapshot)
+
+    def _bind_citations(
+        self, snapshot_id: str, fitted: list[trim_module.Fitted], labels: dict[str, str], weights: dict[str, float]
+    ) -> list[SnapshotItem]:
+        counters: Counter[EvidenceKind] = Counter()
+        items = []
+        for rank, fit in enumerate(fitted, start=1):
+            candidate = fit.candidate
+            counters[candidate.evidence_kind] += 1
+            label_parts = [labels[candidate.id]] if candidate.id in labels else []
+            if fit.extract:
+                label_parts.append("extract (summary-only)")
+            if fit.trim_ranges and not fit.extract:
+                label_parts.append("trimmed")
+            items.append(
+                SnapshotItem(
+                    item_id=f"{snapshot_id}/{rank}",
+                    candidate_id=candidate.id,
+                    citation_id=f"{candidate.evidence_kind.value}#{counters[candidate.evidence_kind]}",
+                    source=candidate.source,
+                    source_ref=candidate.source_ref,
+                    source_version=candidate.source_version,
+                    path=candidate.path,
+                    line_start=candidate.line_start,
+                    line_end=candidate.line_end,
+                    captured_at=candidate.captured_at,
+                    evidence_kind=candidate.evidence_kind,
+                    trust=candidate.trust,
+                    authority=candidate.authority,
+                    visibility=candidate.visibility,
+                    label="; ".join(label_parts) or None,
+                    selected_reason=_selected_reason(candidate.scores.model_dump(), weights),
+                    visible_text=fit.visible_text,
+                    visible_text_hash=text_hash(fit.visible_text),
+                    trim_ranges=fit.trim_ranges,
+                    redactions=candidate.redactions,
+                    scores=candidate.scores,
+                    rank=rank,
+                )
+            )
+        return items
+
+    def _current_turn(self, session_id: str) -> int:
+        with self.store.read() as conn:
+            head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()
+        return max(head.last_turn if head else 0, 1)
+
+    def _pins(self, scope: RetrievalScope) -> Pins:
+        statement = select(IndexRunRow).where(IndexRunRow.project == scope.project)
+        if scope.branch is not None:
+            statement = statement.where(IndexRunRow.branch == scope.branch)
+        with self.store.read() as conn:
+            run = conn.exec(statement.order_by(IndexRunRow.id.desc())).first()  # type: ignore[union-attr]
+        return Pins(
+            engine_version=self.engine_version,
+            config_hash=document_hash(engine_config()),
+            policy_hash=self.policy.policy_hash,
+            index_version=index_version(run.project, run.branch, int(run.id or 0)) if run else "none",
+            git_commit=run.git_commit if run else None,
+            git_dirty=None if run is None or run.git_dirty is None else bool(run.git_dirty),
+        )
+
+
+def _selected_reason(scores: dict[str, float], weights: dict[str, float]) -> str:
+    """The component that contributed most to the final score, in words."""
+    best = max(SELECTED_REASONS, key=lambda pair: (weights[pair[0]] * scores.get(pair[0], 0.0), pair[0]))
+    return best[1]
+

@@ -1,0 +1,124 @@
+"""Budget trimming: fit the packed items into the token budget, keeping anchor lines.
+
+* **Token estimate.** Each CJK character counts as one token; other text as one token per
+  four characters (rounded up), per line. Every item also costs ``ITEM_OVERHEAD`` tokens
+  for its header and fences.
+* **Trimming.** An item that does not fit whole keeps, in order of priority, its first line
+  (heading or signature), the lines that hit an anchor or a strong query term (with one line
+  of context), then lines from the top, until it fits. Each removed run is recorded as a
+  :class:`TrimRange` in source lines and in code points of the untrimmed text, and shown in
+  the visible text as one marker line. Trimming works on whole lines, so it never splits a
+  code point.
+* **summary-only** items become a deterministic extract: the first line plus the anchor
+  lines, labelled ``extract``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from core.contracts import Candidate, RejectedItem, TrimRange
+from core.pipeline.boundary import rejection
+from core.vocab import Stage, Visibility
+
+ITEM_OVERHEAD = 24
+MIN_USEFUL_TOKENS = 16
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f]")
+
+
+def estimate_tokens(text: str) -> int:
+    cjk = len(CJK.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    candidate: Candidate
+    visible_text: str
+    trim_ranges: tuple[TrimRange, ...]
+    extract: bool
+
+
+@dataclass
+class TrimResult:
+    fitted: list[Fitted] = field(default_factory=list)
+    rejected: list[RejectedItem] = field(default_factory=list)
+    estimated_tokens: int = 0
+
+
+def marker(first: int, last: int) -> str:
+    return f"[… lines {first}-{last} trimmed …]" if first != last else f"[… line {first} trimmed …]"
+
+
+def _important_lines(lines: list[str], needles: list[str]) -> set[int]:
+    keep = {0} if lines else set()
+    lowered = [line.lower() for line in lines]
+    for index, line in enumerate(lowered):
+        if any(needle in line for needle in needles):
+            keep.update({index - 1, index, index + 1})
+    return {i for i in keep if 0 <= i < len(lines)}
+
+
+def _render(candidate: Candidate, lines: list[str], kept: set[int]) -> tuple[str, tuple[TrimRange, ...]]:
+    """Visible text for the kept lines, with one marker per removed run, and the trim ranges."""
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    base = candidate.line_start or 1
+    out: list[str] = []
+    ranges: list[TrimRange] = []
+    index = 0
+    while index < len(lines):
+        if index in kept:
+            out.append(lines[index])
+            index += 1
+            continue
+        run_start = index
+        while index < len(lines) and index not in kept:
+            index += 1
+        first, last = base + run_start, base + index - 1
+        end_char = min(starts[index], len("\n".join(lines)))
+        ranges.append(TrimRange(start_line=first, end_line=last, start_char=starts[run_start], end_char=end_char))
+        out.append(marker(first, last))
+    return "\n".join(out), tuple(ranges)
+
+
+def fit_to_budget(selected: list[Candidate], max_tokens: int, needles: list[str]) -> TrimResult:
+    result = TrimResult()
+    remaining = max_tokens
+    needles = [n.lower() for n in needles if n]
+    for candidate in selected:
+        lines = candidate.text.split("\n")
+        extract = candidate.visibility == Visibility.SUMMARY_ONLY
+        kept = _important_lines(lines, needles) if extract else set(range(len(lines)))
+        text, ranges = _render(candidate, lines, kept)
+        cost = estimate_tokens(text) + ITEM_OVERHEAD
+        if cost > remaining and not extract:
+            if remaining - ITEM_OVERHEAD < MIN_USEFUL_TOKENS:
+                result.rejected.append(rejection(candidate, Stage.OVER_BUDGET, f"token budget ({max_tokens}) exhausted"))
+                continue
+            kept = _important_lines(lines, needles)
+            text, ranges = _render(candidate, lines, kept)
+            for index in range(len(lines)):
+                if index in kept:
+                    continue
+                trial_text, trial_ranges = _render(candidate, lines, kept | {index})
+                if estimate_tokens(trial_text) + ITEM_OVERHEAD > remaining:
+                    break
+                kept.add(index)
+                text, ranges = trial_text, trial_ranges
+            cost = estimate_tokens(text) + ITEM_OVERHEAD
+            if cost > remaining:
+                result.rejected.append(
+                    rejection(candidate, Stage.TRIMMED_AWAY, "even its anchor lines do not fit the remaining budget")
+                )
+                continue
+        elif cost > remaining:
+            result.rejected.append(rejection(candidate, Stage.OVER_BUDGET, f"token budget ({max_tokens}) exhausted"))
+            continue
+        remaining -= cost
+        result.estimated_tokens += cost
+        result.fitted.append(Fitted(candidate, text, ranges, extract))
+    return result

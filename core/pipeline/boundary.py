@@ -144,3 +144,17 @@ def _gate(
     if AUTHORITY_RANK[candidate.authority] < minimum:
         return Stage.BELOW_CUTOFF, f"authority {candidate.authority.value} below the sub-query minimum"
     return None
+
+
+def drop_split_conflicts(selected_ids: set[str], candidates: dict[str, Candidate]) -> list[RejectedItem]:
+    """Conflicted memories whose counterpart was cut later (caps, budget): withhold them too."""
+    dropped = []
+    for candidate_id in sorted(selected_ids):
+        candidate = candidates[candidate_id]
+        if candidate.memory_status == MemoryStatus.CONFLICTED and any(
+            other not in selected_ids for other in candidate.conflicts_with
+        ):
+            dropped.append(
+                rejection(candidate, Stage.MEMORY_STATUS, "conflicted memory shown only with its counterpart, which was cut")
+            )
+    return dropped

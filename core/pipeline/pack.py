@@ -27,6 +27,13 @@ def pack(ranked: list[Candidate], budget: RetrievalBudget) -> Packed:
         return result
     best = ranked[0].scores.final
     cutoff = max(MIN_FINAL_SCORE, RELATIVE_CUTOFF * best)
+    # A conflicted memory is only meaningful with its counterpart: the pair passes the
+    # cutoff together, on the better of their two scores.
+    final_of = {c.id: c.scores.final for c in ranked}
+    pair_score = {
+        c.id: max([c.scores.final, *(final_of.get(other, 0.0) for other in c.conflicts_with)])
+        for c in ranked
+    }
     seen_text: dict[str, str] = {}
     per_source: dict[str, int] = {}
     for candidate in ranked:
@@ -35,7 +42,7 @@ def pack(ranked: list[Candidate], budget: RetrievalBudget) -> Packed:
             result.rejected.append(rejection(candidate, Stage.DUPLICATE, f"same text as {seen_text[digest]}"))
             continue
         seen_text[digest] = candidate.source_ref
-        if candidate.scores.final < cutoff:
+        if pair_score[candidate.id] < cutoff:
             result.rejected.append(
                 rejection(candidate, Stage.BELOW_CUTOFF, f"final score {candidate.scores.final:.3f} below cutoff {cutoff:.3f}")
             )

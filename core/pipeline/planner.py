@@ -31,7 +31,8 @@ FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([\w<>.]+)')
 EXCEPTION = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Failure|Exit|Interrupt))\b")
 PATH = re.compile(r"(?<![\w/])((?:[\w.-]+/)+[\w.-]+\.\w+|[\w-]+\.(?:py|ts|tsx|js|jsx|go|rs|md|toml|json|ya?ml))\b")
 IDENTIFIER = re.compile(
-    r"\b([a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z]\w*_\w+|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b"
+    # dotted names first: alternation takes the first branch that matches at a position
+    r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z]\w*_\w+)\b"
 )
 STOPWORDS = frozenset(
     """a an the and or but if then else when while of in on at to for from by with without into onto
@@ -119,7 +120,7 @@ SUBQUERY_MIN_AUTHORITY: dict[SubQueryIntent, Authority] = {
     SubQueryIntent.FIND_ERROR: Authority.LOW,
     SubQueryIntent.FIND_CODE: Authority.LOW,
     SubQueryIntent.FIND_RULE: Authority.MEDIUM,
-    SubQueryIntent.FIND_MEMORY: Authority.MEDIUM,
+    SubQueryIntent.FIND_MEMORY: Authority.LOW,  # memory status rules, not authority, govern memories
     SubQueryIntent.FIND_DECISION: Authority.MEDIUM,
 }
 REQUIRED_KIND_INTENT: dict[EvidenceKind, SubQueryIntent] = {

@@ -46,7 +46,7 @@ def render_block(
 ) -> str:
     lines = [
         f"Retrieved evidence (snapshot {snapshot_id}, purpose {purpose}). "
-        f"Each item is fenced by <<<evidence {nonce} …>>> and <<<end {nonce} …>>>; cite items by their id.",
+        f"Each item is fenced by evidence markers carrying the nonce {nonce}; cite items by their id.",
         "",
     ]
     if not items:

@@ -35,7 +35,7 @@ from core.index.scorer import BM25_B, BM25_K1, Scorer
 from core.pipeline import pack as pack_module
 from core.pipeline import rerank as rerank_module
 from core.pipeline import trim as trim_module
-from core.pipeline.boundary import filter_boundary
+from core.pipeline.boundary import drop_split_conflicts, filter_boundary
 from core.pipeline.pack import pack
 from core.pipeline.planner import SUBQUERY_TOP_K, TERM_WEIGHTS, plan
 from core.pipeline.policy import Policy
@@ -182,6 +182,12 @@ class Retriever:
         packed = pack(ranked, scope.budget)
         needles = anchor_handles(intent) + [t.term for q in retrieval_plan.sub_queries[:1] for t in q.terms if t.weight >= 2.0]
         trimmed = fit_to_budget(packed.selected, scope.budget.max_tokens, needles)
+        split = drop_split_conflicts({f.candidate.id for f in trimmed.fitted}, {c.id: c for c in ranked})
+        if split:
+            cut = {r.candidate_id for r in split}
+            trimmed.fitted = [f for f in trimmed.fitted if f.candidate.id not in cut]
+            trimmed.rejected += split
+            trimmed.estimated_tokens = sum(f.tokens for f in trimmed.fitted)
 
         snapshot_id = self.ids.new_id("snap")
         nonce = sha256_hex(f"{snapshot_id}:{self.ids.new_id('nonce')}".encode())[:12]

@@ -39,6 +39,8 @@ class Fitted:
     visible_text: str
     trim_ranges: tuple[TrimRange, ...]
     extract: bool
+    tokens: int
+    """Estimated tokens this item costs in the block, overhead included."""
 
 
 @dataclass
@@ -120,5 +122,5 @@ def fit_to_budget(selected: list[Candidate], max_tokens: int, needles: list[str]
             continue
         remaining -= cost
         result.estimated_tokens += cost
-        result.fitted.append(Fitted(candidate, text, ranges, extract))
+        result.fitted.append(Fitted(candidate, text, ranges, extract, cost))
     return result

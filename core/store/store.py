@@ -236,6 +236,7 @@ class Store:
             with conn.begin():
                 with Session(bind=conn) as session:
                     yield session
+                    session.flush()  # objects added with session.add() are written before commit
 
     @contextmanager
     def read(self) -> Iterator[Session]:

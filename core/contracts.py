@@ -199,7 +199,7 @@ class WeightedTerm(Contract):
 
     term: str
     weight: float = 1.0
-    kind: Literal["identifier", "path", "test-id", "exception", "frame", "prose", "anchor"] = "prose"
+    kind: Literal["identifier", "path", "test-id", "exception", "frame", "error", "prose", "anchor"] = "prose"
 
 
 class SubQuery(Contract):
@@ -310,6 +310,7 @@ class SnapshotItem(UtcModel):
     path: str | None = None
     line_start: int | None = None
     line_end: int | None = None
+    symbol: str | None = None
     captured_at: datetime
     evidence_kind: EvidenceKind
     trust: Trust
@@ -339,6 +340,7 @@ class RejectedItem(UtcModel):
     path: str | None = None
     line_start: int | None = None
     line_end: int | None = None
+    symbol: str | None = None
     stage: Stage
     reason: str
     from_probe: bool = False

@@ -47,6 +47,7 @@ def rejection(candidate: Candidate, stage: Stage, reason: str) -> RejectedItem:
         path=candidate.path,
         line_start=candidate.line_start,
         line_end=candidate.line_end,
+        symbol=candidate.symbol,
         stage=stage,
         reason=reason,
         scores=candidate.scores,

@@ -22,6 +22,7 @@ TERM_WEIGHTS: dict[str, float] = {
     "exception": 2.0,
     "path": 2.0,
     "identifier": 1.5,
+    "error": 1.0,
     "prose": 0.5,
 }
 """How much each kind of handle counts, relative to a prose word."""
@@ -45,6 +46,9 @@ STOPWORDS = frozenset(
 )
 
 
+PATH_KINDS = frozenset({"anchor", "path", "test-id"})
+
+
 @dataclass(frozen=True)
 class Handle:
     text: str
@@ -58,9 +62,12 @@ def extract_handles(text: str) -> list[Handle]:
 
     def add(value: str, kind: str) -> None:
         value = value.strip().strip(".,;:'\"()[]")
-        if value and value.lower() not in seen:
-            seen.add(value.lower())
-            found.append(Handle(value, kind))
+        if not value or value.lower() in seen:
+            return
+        if kind == "identifier" and any(value in h.text for h in found if h.kind in PATH_KINDS):
+            return  # a piece of a path or test id already found, e.g. session.test.ts
+        seen.add(value.lower())
+        found.append(Handle(value, kind))
 
     for match in TEST_ID.finditer(text):
         add(match.group(0), "test-id")
@@ -79,6 +86,35 @@ def extract_handles(text: str) -> list[Handle]:
     return found
 
 
+PATH_PART_WEIGHT = 0.3
+"""Directory names and other fragments of a path handle are weak evidence on their own."""
+
+
+def _handle_terms(handle: Handle) -> list[tuple[str, float]]:
+    """Index terms of a handle with their weights.
+
+    For a path-like handle (``src/auth/session.ts``, ``a/b.py::TestX::test_y``) only the whole
+    path, the file's stem and the test names keep the handle's weight: directory parts
+    weigh ``PATH_PART_WEIGHT`` and the file extension is dropped, or every ``.ts`` file would
+    match a TypeScript anchor.
+    """
+    weight = TERM_WEIGHTS[handle.kind]
+    tokens = tokenize(handle.text)
+    if handle.kind not in PATH_KINDS or not ("/" in handle.text or "." in handle.text):
+        return [(t, weight) for t in tokens]
+    file_part, _, test_part = handle.text.partition("::")
+    name = file_part.rsplit("/", 1)[-1]
+    stem, _, extension = name.rpartition(".") if "." in name else (name, "", "")
+    strong = {handle.text.lower(), file_part.lower(), name.lower(), *tokenize(stem), *tokenize(test_part)}
+    weak_drop = {extension.lower()} if extension else set()
+    result = []
+    for token in tokens:
+        if token in weak_drop:
+            continue
+        result.append((token, weight if token in strong else min(weight, PATH_PART_WEIGHT)))
+    return result
+
+
 def weighted_terms(intent: RetrievalIntent) -> tuple[WeightedTerm, ...]:
     """Every handle of the intent as index terms, each term at the weight of its best handle."""
     handles: list[Handle] = []
@@ -88,12 +124,11 @@ def weighted_terms(intent: RetrievalIntent) -> tuple[WeightedTerm, ...]:
             handles.append(Handle(value, "anchor"))
     for text in (anchors.error_text, anchors.traceback):
         if text:
-            handles += [Handle(h.text, "anchor" if h.kind != "prose" else "prose") for h in extract_handles(text)]
+            handles += [Handle(h.text, "anchor" if h.kind != "prose" else "error") for h in extract_handles(text)]
     handles += extract_handles(intent.question)
     best: dict[str, WeightedTerm] = {}
     for handle in handles:
-        weight = TERM_WEIGHTS[handle.kind]
-        for term in tokenize(handle.text):
+        for term, weight in _handle_terms(handle):
             if term in STOPWORDS:
                 continue
             current = best.get(term)

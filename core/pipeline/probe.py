@@ -10,7 +10,7 @@ Its results are runtime-only; no model-visible output carries them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlmodel import select
@@ -19,7 +19,7 @@ from core.contracts import RejectedItem, RetrievalScope, SubQuery
 from core.index.scorer import RecallFilter, Scorer
 from core.index.timeutil import from_micros
 from core.memory import all_memory_versions
-from core.pipeline.recall import TimeWindow, WORKSPACE_SOURCES
+from core.pipeline.recall import WORKSPACE_SOURCES, TimeWindow, workspace_filter
 from core.index.small_bm25 import bm25_scores
 from core.store.store import Store
 from core.store.tables import IndexChunkRow, IndexDocumentRow
@@ -31,7 +31,7 @@ PROBE_TOP_K = 3
 def probe(
     store: Store,
     scorer: Scorer,
-    sub_queries: Iterable[SubQuery],
+    sub_queries: Sequence[SubQuery],
     scope: RetrievalScope,
     window: TimeWindow,
     recalled_ids: set[str],
@@ -51,7 +51,28 @@ def probe(
         if Source.MEMORY in sub_query.sources or Source.MEMORY in scope.denied_sources:
             for item in _memory_probe(store, terms, scope):
                 rejected.setdefault(item.candidate_id, item)
+    for item in _denied_source_probe(store, scorer, list(sub_queries), scope, window, recalled_ids):
+        rejected.setdefault(item.candidate_id, item)
     return list(rejected.values())
+
+
+def _denied_source_probe(
+    store: Store, scorer: Scorer, sub_queries: list[SubQuery], scope: RetrievalScope, window: TimeWindow,
+    recalled_ids: set[str],
+) -> list[RejectedItem]:
+    """A denied source has no sub-query at all; search it under the other masks to record it."""
+    denied = frozenset(s for s in WORKSPACE_SOURCES if not scope.admits_source(s))
+    if not denied or not sub_queries:
+        return []
+    terms = {t.term: t.weight for q in sub_queries for t in q.terms}
+    flt = workspace_filter(scope, denied, window, as_of_given=scope.time_boundary.as_of is not None)
+    hits = scorer.search(list(terms.items()), flt, top_k=PROBE_TOP_K)
+    items = []
+    for row in _provenance(store, [h.chunk_id for h in hits]):
+        candidate_id = f"chunk:{row['id']}"
+        if candidate_id not in recalled_ids:
+            items.append(_item(candidate_id, row, Stage.DENIED_SOURCE, f"source {row['source']} is denied in this scope"))
+    return items
 
 
 def _provenance(store: Store, chunk_ids: list[int]) -> list[dict[str, object]]:

@@ -2,7 +2,10 @@
 
 Each component is in [0, 1]:
 
-* ``lexical``: BM25 score divided by the best BM25 score among the candidates;
+* ``lexical``: BM25 score divided by the best BM25 score of the same sub-query (the best
+  over the candidate's sub-queries). Each sub-query asks its own question (what code, what
+  rule, what memory), so the best rule for the task counts as fully matching its question
+  even when code scores higher in absolute BM25;
 * ``anchor``: the share of the intent's anchors (failing test, current files, symbols, the
   error text's handles) that the candidate's path, symbol or text hits;
 * ``authority``: from the source and memory status (high 1.0, medium 0.6, low 0.2);
@@ -15,8 +18,11 @@ Each component is in [0, 1]:
   in a second pass;
 * ``semantic``: a slot for an embedding score; 0.0 (there is no model in the engine).
 
-``final`` is the weighted sum under the purpose's row of :data:`WEIGHTS`. Ties are broken
-by source_ref, then candidate id.
+``final`` is the weighted sum under the purpose's row of :data:`WEIGHTS`, except that the
+*priors* (authority, recency, actionability, diversity) are multiplied by the candidate's
+relevance, ``max(lexical, anchor, scope, semantic)``: a high-authority file that does not
+match the task must not float up on authority alone (similar is not relevant, and neither
+is authoritative). Ties are broken by source_ref, then candidate id.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from core.pipeline.planner import extract_handles
 from core.vocab import Authority, EvidenceKind, Purpose
 
 COMPONENTS = ("semantic", "lexical", "anchor", "authority", "recency", "scope", "actionability", "diversity")
+RELEVANCE = ("semantic", "lexical", "anchor", "scope")
+PRIORS = ("authority", "recency", "actionability", "diversity")
 
 WEIGHTS: dict[Purpose, dict[str, float]] = {
     Purpose.FIX_TEST: {"semantic": 0.0, "lexical": 0.25, "anchor": 0.30, "authority": 0.10, "recency": 0.05,
@@ -119,13 +127,20 @@ def rerank(candidates: list[Candidate], intent: RetrievalIntent, purpose: Purpos
     if not candidates:
         return []
     weights = WEIGHTS[purpose]
-    best_lexical = max(c.scores.lexical for c in candidates) or 1.0
+    best_of_query: dict[str, float] = {}
+    for candidate in candidates:
+        for query_id in candidate.sub_query_ids:
+            best_of_query[query_id] = max(best_of_query.get(query_id, 0.0), candidate.scores.lexical)
     handles = anchor_handles(intent)
     scored: list[Candidate] = []
     for candidate in candidates:
+        lexical = max(
+            (candidate.scores.lexical / best_of_query[q] for q in candidate.sub_query_ids if best_of_query.get(q)),
+            default=0.0,
+        )
         parts = {
             "semantic": 0.0,
-            "lexical": candidate.scores.lexical / best_lexical,
+            "lexical": lexical,
             "anchor": _anchor_score(candidate, handles),
             "authority": AUTHORITY_VALUE[candidate.authority],
             "recency": _recency(candidate, as_of),
@@ -147,8 +162,10 @@ def rerank(candidates: list[Candidate], intent: RetrievalIntent, purpose: Purpos
 
 def _breakdown(parts: dict[str, float], weights: dict[str, float]) -> ScoreBreakdown:
     rounded = {name: round(float(parts[name]), 6) for name in COMPONENTS}
-    final = round(sum(weights[name] * rounded[name] for name in COMPONENTS), 6)
-    return ScoreBreakdown(**rounded, final=final)
+    relevance = max(rounded[name] for name in RELEVANCE)
+    final = sum(weights[name] * rounded[name] for name in RELEVANCE)
+    final += relevance * sum(weights[name] * rounded[name] for name in PRIORS)
+    return ScoreBreakdown(**rounded, final=round(final, 6))
 
 
 def _order(candidate: Candidate) -> tuple[float, str, str]:

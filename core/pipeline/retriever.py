@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,18 @@ from core.contracts import (
     SCHEMA_VERSION,
     AuditSnapshot,
     BudgetRecord,
+    Candidate,
     CitationEntry,
     Pins,
     Projection,
     RankedEntry,
     RejectedItem,
     RetrievalIntent,
+    RetrievalPlan,
     RetrievalScope,
     SnapshotItem,
 )
-from core.hashing import document_hash, sha256_hex, text_hash
+from core.hashing import canonical_json, document_hash, sha256_hex, text_hash
 from core.index.indexer import index_version
 from core.index.scorer import BM25_B, BM25_K1, Scorer
 from core.pipeline import pack as pack_module
@@ -124,6 +127,52 @@ class RetrievalObservation:
         }
 
 
+@dataclass
+class PipelineOutcome:
+    """Everything the stages decided, before citations, projection and the snapshot."""
+
+    ranked: list[Candidate]
+    fitted: list[trim_module.Fitted]
+    rejected: list[RejectedItem]
+    labels: dict[str, str]
+    estimated_tokens: int
+
+
+def run_pipeline(
+    store: Store,
+    scorer: Scorer,
+    policy: Policy,
+    intent: RetrievalIntent,
+    scope: RetrievalScope,
+    retrieval_plan: RetrievalPlan,
+    now: datetime,
+) -> PipelineOutcome:
+    """Recall, probe, boundary, rerank, pack and trim for a resolved scope and a plan.
+
+    Pure with respect to the audit record: it writes nothing. ``retrieve`` and ``drift``
+    both run it (drift with a recorded plan and scope).
+    """
+    window = time_window(scope, now)
+    sub_queries = {q.id: q for q in retrieval_plan.sub_queries}
+    recalled = Recall(store, scorer, policy).run(retrieval_plan.sub_queries, scope, window)
+    probed = probe(store, scorer, retrieval_plan.sub_queries, scope, window, {c.id for c in recalled})
+    boundary = filter_boundary(recalled, scope, policy, window, sub_queries)
+    ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of)
+    packed = pack(ranked, scope.budget)
+    strong_terms = [t.term for q in retrieval_plan.sub_queries[:1] for t in q.terms if t.weight >= 2.0]
+    trimmed = fit_to_budget(packed.selected, scope.budget.max_tokens, anchor_handles(intent) + strong_terms)
+    split = drop_split_conflicts({f.candidate.id for f in trimmed.fitted}, {c.id: c for c in ranked})
+    cut = {r.candidate_id for r in split}
+    fitted = [f for f in trimmed.fitted if f.candidate.id not in cut]
+    return PipelineOutcome(
+        ranked=ranked,
+        fitted=fitted,
+        rejected=[*probed, *boundary.rejected, *packed.rejected, *trimmed.rejected, *split],
+        labels=boundary.labels,
+        estimated_tokens=sum(f.tokens for f in fitted),
+    )
+
+
 class Retriever:
     """Scoped retrieval over one store. Reuse it: it caches index arrays between calls."""
 
@@ -171,31 +220,17 @@ class Retriever:
             workspace_root=self.workspace_root,
         )
         now = self.clock.now()
-        window = time_window(scope, now)
         retrieval_plan = plan(intent, scope)
-        sub_queries = {q.id: q for q in retrieval_plan.sub_queries}
-
-        recalled = Recall(self.store, self.scorer, self.policy).run(retrieval_plan.sub_queries, scope, window)
-        probed = probe(self.store, self.scorer, retrieval_plan.sub_queries, scope, window, {c.id for c in recalled})
-        boundary = filter_boundary(recalled, scope, self.policy, window, sub_queries)
-        ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of)
-        packed = pack(ranked, scope.budget)
-        needles = anchor_handles(intent) + [t.term for q in retrieval_plan.sub_queries[:1] for t in q.terms if t.weight >= 2.0]
-        trimmed = fit_to_budget(packed.selected, scope.budget.max_tokens, needles)
-        split = drop_split_conflicts({f.candidate.id for f in trimmed.fitted}, {c.id: c for c in ranked})
-        if split:
-            cut = {r.candidate_id for r in split}
-            trimmed.fitted = [f for f in trimmed.fitted if f.candidate.id not in cut]
-            trimmed.rejected += split
-            trimmed.estimated_tokens = sum(f.tokens for f in trimmed.fitted)
+        outcome = run_pipeline(self.store, self.scorer, self.policy, intent, scope, retrieval_plan, now)
+        ranked = outcome.ranked
 
         snapshot_id = self.ids.new_id("snap")
         nonce = sha256_hex(f"{snapshot_id}:{self.ids.new_id('nonce')}".encode())[:12]
-        items = self._bind_citations(snapshot_id, trimmed.fitted, boundary.labels, rerank_module.WEIGHTS[scope.purpose])
+        items = bind_citations(snapshot_id, outcome.fitted, outcome.labels, rerank_module.WEIGHTS[scope.purpose])
         selected_kinds = {item.evidence_kind for item in items}
         missing = [kind for kind in intent.required_evidence if kind not in selected_kinds]
         block = render_block(snapshot_id=snapshot_id, nonce=nonce, purpose=scope.purpose.value, items=items, missing=missing)
-        rejected: list[RejectedItem] = [*probed, *boundary.rejected, *packed.rejected, *trimmed.rejected]
+        rejected = outcome.rejected
         selected_ids = {item.candidate_id for item in items}
         stats = Counter(r.stage for r in rejected)
         stats[Stage.SELECTED] = len(items)
@@ -218,7 +253,7 @@ class Retriever:
             ),
             budget=BudgetRecord(
                 max_tokens=scope.budget.max_tokens,
-                estimated_tokens=trimmed.estimated_tokens,
+                estimated_tokens=outcome.estimated_tokens,
                 max_items=scope.budget.max_items,
                 trimming_policy="keep first line and anchor lines (±1), then fill from the top",
                 per_source=dict(scope.budget.per_source),
@@ -239,49 +274,8 @@ class Retriever:
             pins=self._pins(scope),
             missing_evidence=tuple(missing),
         )
-        snapshot_hash = self.store.write_snapshot(snapshot, block)
+        snapshot_hash = self.store.write_snapshot(snapshot, block, blobs=[canonical_json(self.policy)])
         return RetrievalObservation(session_id, snapshot_id, snapshot_hash, block, snapshot)
-
-    def _bind_citations(
-        self, snapshot_id: str, fitted: list[trim_module.Fitted], labels: dict[str, str], weights: dict[str, float]
-    ) -> list[SnapshotItem]:
-        counters: Counter[EvidenceKind] = Counter()
-        items = []
-        for rank, fit in enumerate(fitted, start=1):
-            candidate = fit.candidate
-            counters[candidate.evidence_kind] += 1
-            label_parts = [labels[candidate.id]] if candidate.id in labels else []
-            if fit.extract:
-                label_parts.append("extract (summary-only)")
-            if fit.trim_ranges and not fit.extract:
-                label_parts.append("trimmed")
-            items.append(
-                SnapshotItem(
-                    item_id=f"{snapshot_id}/{rank}",
-                    candidate_id=candidate.id,
-                    citation_id=f"{candidate.evidence_kind.value}#{counters[candidate.evidence_kind]}",
-                    source=candidate.source,
-                    source_ref=candidate.source_ref,
-                    source_version=candidate.source_version,
-                    path=candidate.path,
-                    line_start=candidate.line_start,
-                    line_end=candidate.line_end,
-                    captured_at=candidate.captured_at,
-                    evidence_kind=candidate.evidence_kind,
-                    trust=candidate.trust,
-                    authority=candidate.authority,
-                    visibility=candidate.visibility,
-                    label="; ".join(label_parts) or None,
-                    selected_reason=_selected_reason(candidate.scores.model_dump(), weights),
-                    visible_text=fit.visible_text,
-                    visible_text_hash=text_hash(fit.visible_text),
-                    trim_ranges=fit.trim_ranges,
-                    redactions=candidate.redactions,
-                    scores=candidate.scores,
-                    rank=rank,
-                )
-            )
-        return items
 
     def _current_turn(self, session_id: str) -> int:
         with self.store.read() as conn:
@@ -289,19 +283,67 @@ class Retriever:
         return max(head.last_turn if head else 0, 1)
 
     def _pins(self, scope: RetrievalScope) -> Pins:
-        statement = select(IndexRunRow).where(IndexRunRow.project == scope.project)
-        if scope.branch is not None:
-            statement = statement.where(IndexRunRow.branch == scope.branch)
-        with self.store.read() as conn:
-            run = conn.exec(statement.order_by(IndexRunRow.id.desc())).first()  # type: ignore[union-attr]
-        return Pins(
-            engine_version=self.engine_version,
-            config_hash=document_hash(engine_config()),
-            policy_hash=self.policy.policy_hash,
-            index_version=index_version(run.project, run.branch, int(run.id or 0)) if run else "none",
-            git_commit=run.git_commit if run else None,
-            git_dirty=None if run is None or run.git_dirty is None else bool(run.git_dirty),
+        return current_pins(self.store, scope, self.policy, self.engine_version)
+
+
+def current_pins(store: Store, scope: RetrievalScope, policy: Policy, engine_version: str = ENGINE_VERSION) -> Pins:
+    """What a retrieval under ``scope`` and ``policy`` would pin right now."""
+    statement = select(IndexRunRow).where(IndexRunRow.project == scope.project)
+    if scope.branch is not None:
+        statement = statement.where(IndexRunRow.branch == scope.branch)
+    with store.read() as conn:
+        run = conn.exec(statement.order_by(IndexRunRow.id.desc())).first()  # type: ignore[union-attr]
+    return Pins(
+        engine_version=engine_version,
+        config_hash=document_hash(engine_config()),
+        policy_hash=policy.policy_hash,
+        index_version=index_version(run.project, run.branch, int(run.id or 0)) if run else "none",
+        git_commit=run.git_commit if run else None,
+        git_dirty=None if run is None or run.git_dirty is None else bool(run.git_dirty),
+    )
+
+
+def bind_citations(
+    snapshot_id: str, fitted: list[trim_module.Fitted], labels: dict[str, str], weights: dict[str, float]
+) -> list[SnapshotItem]:
+    """Snapshot items in rank order, with citation ids numbered per evidence kind."""
+    counters: Counter[EvidenceKind] = Counter()
+    items = []
+    for rank, fit in enumerate(fitted, start=1):
+        candidate = fit.candidate
+        counters[candidate.evidence_kind] += 1
+        label_parts = [labels[candidate.id]] if candidate.id in labels else []
+        if fit.extract:
+            label_parts.append("extract (summary-only)")
+        if fit.trim_ranges and not fit.extract:
+            label_parts.append("trimmed")
+        items.append(
+            SnapshotItem(
+                item_id=f"{snapshot_id}/{rank}",
+                candidate_id=candidate.id,
+                citation_id=f"{candidate.evidence_kind.value}#{counters[candidate.evidence_kind]}",
+                source=candidate.source,
+                source_ref=candidate.source_ref,
+                source_version=candidate.source_version,
+                path=candidate.path,
+                line_start=candidate.line_start,
+                line_end=candidate.line_end,
+                captured_at=candidate.captured_at,
+                evidence_kind=candidate.evidence_kind,
+                trust=candidate.trust,
+                authority=candidate.authority,
+                visibility=candidate.visibility,
+                label="; ".join(label_parts) or None,
+                selected_reason=_selected_reason(candidate.scores.model_dump(), weights),
+                visible_text=fit.visible_text,
+                visible_text_hash=text_hash(fit.visible_text),
+                trim_ranges=fit.trim_ranges,
+                redactions=candidate.redactions,
+                scores=candidate.scores,
+                rank=rank,
+            )
         )
+    return items
 
 
 def _selected_reason(scores: dict[str, float], weights: dict[str, float]) -> str:

@@ -130,6 +130,29 @@ def _memories(t: ColumnTypes) -> list[str]:
     ]
 
 
+def _drift_runs(dialect: str) -> list[str]:
+    """Recorded drift runs: when, against which index, and the report (never the snapshot)."""
+    t = types_for(dialect)
+    statements = [
+        "CREATE TABLE drift_runs (id TEXT PRIMARY KEY, snapshot_id TEXT NOT NULL, created_at TEXT NOT NULL, "
+        "index_version TEXT NOT NULL, engine_version TEXT NOT NULL, config_hash TEXT NOT NULL, "
+        f"summary TEXT NOT NULL, body {t.blob} NOT NULL, hash TEXT NOT NULL)",
+        "CREATE INDEX drift_runs_by_snapshot ON drift_runs (snapshot_id, created_at)",
+    ]
+    if dialect == "postgresql":
+        statements.append(
+            "CREATE TRIGGER drift_runs_append_only BEFORE UPDATE OR DELETE ON drift_runs "
+            "FOR EACH ROW EXECUTE FUNCTION scopelens_refuse_change()"
+        )
+    else:
+        statements += [
+            f"CREATE TRIGGER drift_runs_no_{action.lower()} BEFORE {action} ON drift_runs "
+            "BEGIN SELECT RAISE(ABORT, 'scopelens: drift_runs is append-only'); END"
+            for action in ("UPDATE", "DELETE")
+        ]
+    return statements
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step: its name, and the statements it runs for a dialect."""
@@ -143,6 +166,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0002_append_only_triggers", _append_only_triggers),
     Migration("0003_workspace_index", lambda d: _workspace_index(types_for(d))),
     Migration("0004_memories", lambda d: _memories(types_for(d))),
+    Migration("0005_drift_runs", _drift_runs),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

@@ -9,7 +9,7 @@ deleting a whole session is caught, not only a changed event.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -419,8 +419,10 @@ class Store:
 
     # ------------------------------------------------------------------ snapshots
 
-    def write_snapshot(self, snapshot: AuditSnapshot, context_block: str) -> str:
+    def write_snapshot(self, snapshot: AuditSnapshot, context_block: str, *, blobs: Sequence[bytes] = ()) -> str:
         """Commit a snapshot, its blobs, its candidate rows and its event in one transaction.
+
+        ``blobs`` are further content-addressed blobs the snapshot refers to (the policy).
 
         Returns the snapshot's content hash (SHA-256 of its stored bytes).
         """
@@ -435,6 +437,8 @@ class Store:
         with self.write() as conn:
             self._lock_store_head(conn)
             self._put_blob_in(conn, block)
+            for extra in blobs:
+                self._put_blob_in(conn, extra)
             try:
                 conn.execute(
                     SnapshotRow.__table__.insert().values(

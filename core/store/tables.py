@@ -184,6 +184,21 @@ class MemoryRow(SQLModel, table=True):
     updated_at: str
 
 
+class DriftRunRow(SQLModel, table=True):
+    """One drift run of one snapshot; ``body`` is the canonical JSON of its report."""
+
+    __tablename__ = "drift_runs"
+    id: str = Field(primary_key=True)
+    snapshot_id: str
+    created_at: str
+    index_version: str
+    engine_version: str
+    config_hash: str
+    summary: str
+    body: bytes
+    hash: str
+
+
 STORE_TABLES: tuple[type[SQLModel], ...] = (
     MetaRow,
     MigrationRow,
@@ -199,4 +214,5 @@ STORE_TABLES: tuple[type[SQLModel], ...] = (
     IndexChunkRow,
     IndexPostingRow,
     MemoryRow,
+    DriftRunRow,
 )

@@ -36,6 +36,9 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
     ],
     "index_postings": ["run_id", "term", "chunk_ids", "tfs"],
     "memories": ["id", "project", "status", "body", "content_hash", "updated_at"],
+    "drift_runs": [
+        "id", "snapshot_id", "created_at", "index_version", "engine_version", "config_hash", "summary", "body", "hash",
+    ],
 }
 
 

@@ -1,0 +1,237 @@
+"""Drift: re-run a snapshot's recorded plan, under its recorded scope and policy, against
+today's index, and classify every item.
+
+Classes: ``unchanged``; ``moved`` (same item, another rank); ``content-changed`` (the same
+source, a new version; with a unified diff of the visible text); ``added`` (selected today
+only); ``removed`` (selected then, not today; with the stage it now meets). Items are matched
+by source_ref first, then by path and symbol, so an edit that shifts a function's lines is
+``content-changed``, not removed-and-added.
+
+The report also says whether the engine or its configuration changed since the snapshot
+(from what the snapshot pins), apart from the index. A drift run is recorded in
+``drift_runs`` (when, against which index version) and never modifies the snapshot.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import ValidationError
+from sqlmodel import select
+
+from core import ENGINE_VERSION
+from core.clock import Clock, SystemClock
+from core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, DriftItem, RejectedItem, SnapshotItem
+from core.errors import UnknownIdError
+from core.hashing import canonical_json, document_hash, sha256_hex
+from core.index.scorer import Scorer
+from core.pipeline import rerank as rerank_module
+from core.pipeline.policy import Policy
+from core.pipeline.retriever import bind_citations, current_pins, engine_config, run_pipeline
+from core.store.store import Store, _iso
+from core.store.tables import DriftRunRow
+from core.vocab import DriftClass, Stage
+
+
+class DriftReport(Contract):
+    """The outcome of one drift run."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    snapshot_id: str
+    session_id: str
+    created_at: datetime
+    index_version_then: str
+    index_version_now: str
+    engine_then: str
+    engine_now: str
+    config_changed: bool
+    engine_changed: bool
+    index_changed: bool
+    items: tuple[DriftItem, ...]
+
+    def counts(self) -> dict[str, int]:
+        counts = {cls.value: 0 for cls in DriftClass}
+        for item in self.items:
+            counts[item.drift_class.value] += 1
+        return counts
+
+    def summary(self) -> str:
+        parts = [f"{n} {name}" for name, n in self.counts().items() if n]
+        changes = [name for name, flag in (("engine", self.engine_changed), ("config", self.config_changed),
+                                             ("index", self.index_changed)) if flag]
+        return f"{', '.join(parts) or 'nothing selected'}; changed since snapshot: {', '.join(changes) or 'nothing'}"
+
+
+@dataclass(frozen=True)
+class DriftRunSummary:
+    id: str
+    snapshot_id: str
+    created_at: str
+    index_version: str
+    summary: str
+
+
+def _key(item: SnapshotItem | RejectedItem) -> tuple[str | None, str | None]:
+    return (item.path or item.source_ref, item.symbol)
+
+
+def _diff(then: SnapshotItem, now: SnapshotItem) -> str:
+    return "".join(
+        difflib.unified_diff(
+            then.visible_text.splitlines(keepends=True),
+            now.visible_text.splitlines(keepends=True),
+            fromfile=f"{then.source_ref}@{then.source_version[:12]}",
+            tofile=f"{now.source_ref}@{now.source_version[:12]}",
+        )
+    )
+
+
+def recorded_policy(store: Store, snapshot: AuditSnapshot) -> Policy:
+    """The policy the snapshot ran under, from its content-addressed blob."""
+    try:
+        return Policy.model_validate_json(store.get_blob(snapshot.pins.policy_hash))
+    except (UnknownIdError, ValidationError):
+        return Policy()
+
+
+def classify(frozen: AuditSnapshot, today: list[SnapshotItem], rejected_today: list[RejectedItem]) -> list[DriftItem]:
+    """Match frozen items to today's and classify each (frozen order, then additions)."""
+    by_ref = {item.source_ref: item for item in today}
+    unmatched_today = {item.source_ref: item for item in today}
+    results: list[DriftItem] = []
+    pending: list[SnapshotItem] = []
+    for then in frozen.selected:
+        now = by_ref.get(then.source_ref)
+        if now is None:
+            pending.append(then)
+            continue
+        unmatched_today.pop(now.source_ref, None)
+        results.append(_compare(then, now))
+    for then in pending:
+        same = [i for i in unmatched_today.values() if _key(i) == _key(then)]
+        if len(same) == 1:
+            now = same[0]
+            unmatched_today.pop(now.source_ref)
+            results.append(_compare(then, now))
+            continue
+        stage, reason = _now_rejected(then, rejected_today)
+        results.append(
+            DriftItem(drift_class=DriftClass.REMOVED, source_ref=then.source_ref, path=then.path,
+                      frozen_rank=then.rank, frozen_version=then.source_version, stage_today=stage, reason=reason)
+        )
+    for now in sorted(unmatched_today.values(), key=lambda i: i.rank):
+        results.append(
+            DriftItem(drift_class=DriftClass.ADDED, source_ref=now.source_ref, path=now.path,
+                      today_rank=now.rank, today_version=now.source_version, reason="selected today only")
+        )
+    return results
+
+
+def _compare(then: SnapshotItem, now: SnapshotItem) -> DriftItem:
+    common = dict(source_ref=now.source_ref, path=now.path, frozen_rank=then.rank, today_rank=now.rank,
+                  frozen_version=then.source_version, today_version=now.source_version)
+    if then.source_version != now.source_version or then.visible_text != now.visible_text:
+        return DriftItem(drift_class=DriftClass.CONTENT_CHANGED, diff=_diff(then, now),
+                         reason=f"was {then.source_ref}" if then.source_ref != now.source_ref else None, **common)
+    if then.rank != now.rank:
+        return DriftItem(drift_class=DriftClass.MOVED, reason=f"rank {then.rank} -> {now.rank}", **common)
+    return DriftItem(drift_class=DriftClass.UNCHANGED, **common)
+
+
+def _now_rejected(then: SnapshotItem, rejected_today: list[RejectedItem]) -> tuple[Stage, str]:
+    for rejected in rejected_today:
+        if rejected.source_ref == then.source_ref or _key(rejected) == _key(then):
+            return rejected.stage, rejected.reason
+    return Stage.NOT_RECALLED, "not recalled by today's search (gone from the index or outranked)"
+
+
+def compute_drift(
+    store: Store,
+    snapshot_id: str,
+    *,
+    clock: Clock | None = None,
+    scorer: Scorer | None = None,
+    record: bool = True,
+) -> DriftReport:
+    """Re-run the snapshot's plan against today's index; record the run unless told not to."""
+    clock = clock or store.clock or SystemClock()
+    stored = store.get_snapshot(snapshot_id)
+    frozen = stored.snapshot
+    policy = recorded_policy(store, frozen)
+    scope = frozen.scope.model_copy(
+        update={"time_boundary": frozen.scope.time_boundary.model_copy(update={"as_of": None})}
+    )
+    now = clock.now()
+    scorer = scorer or Scorer(store)
+    outcome = run_pipeline(store, scorer, policy, frozen.intent, scope, frozen.plan, now)
+    today = bind_citations("drift", outcome.fitted, outcome.labels, rerank_module.WEIGHTS[scope.purpose])
+    pins_now = current_pins(store, scope, policy)
+    report = DriftReport(
+        id=store.ids.new_id("drift"),
+        snapshot_id=snapshot_id,
+        session_id=frozen.session_id,
+        created_at=now,
+        index_version_then=frozen.pins.index_version,
+        index_version_now=pins_now.index_version,
+        engine_then=frozen.pins.engine_version,
+        engine_now=ENGINE_VERSION,
+        engine_changed=frozen.pins.engine_version != ENGINE_VERSION,
+        config_changed=frozen.pins.config_hash != document_hash(engine_config()),
+        index_changed=frozen.pins.index_version != pins_now.index_version,
+        items=tuple(classify(frozen, today, outcome.rejected)),
+    )
+    if record and not store.read_only:
+        body = canonical_json(report)
+        with store.write() as conn:
+            conn.add(
+                DriftRunRow(
+                    id=report.id, snapshot_id=snapshot_id, created_at=_iso(now),
+                    index_version=report.index_version_now, engine_version=report.engine_now,
+                    config_hash=document_hash(engine_config()), summary=report.summary(),
+                    body=body, hash=sha256_hex(body),
+                )
+            )
+    return report
+
+
+def session_snapshot_ids(store: Store, session_id: str) -> list[str]:
+    return [
+        e.payload["snapshot_id"] for e in store.events(session_id) if e.type.value == "retrieval.snapshot.created"
+    ]
+
+
+def drift_session(
+    store: Store, session_id: str, *, clock: Clock | None = None, progress: Callable[[int, int], None] | None = None
+) -> list[DriftReport]:
+    """Drift for every snapshot of a session, sharing one scorer (its caches)."""
+    ids = session_snapshot_ids(store, session_id)
+    scorer = Scorer(store)
+    reports = []
+    for done, snapshot_id in enumerate(ids, start=1):
+        reports.append(compute_drift(store, snapshot_id, clock=clock, scorer=scorer))
+        if progress:
+            progress(done, len(ids))
+    return reports
+
+
+def list_drift_runs(store: Store, snapshot_id: str | None = None) -> list[DriftRunSummary]:
+    statement = select(DriftRunRow).order_by(DriftRunRow.created_at, DriftRunRow.id)
+    if snapshot_id is not None:
+        statement = statement.where(DriftRunRow.snapshot_id == snapshot_id)
+    with store.read() as conn:
+        rows = list(conn.exec(statement))
+    return [DriftRunSummary(r.id, r.snapshot_id, r.created_at, r.index_version, r.summary) for r in rows]
+
+
+def load_drift_run(store: Store, run_id: str) -> DriftReport:
+    with store.read() as conn:
+        row = conn.get(DriftRunRow, run_id)
+    if row is None:
+        raise UnknownIdError(f"no drift run {run_id!r} in this store")
+    return DriftReport.model_validate(json.loads(bytes(row.body)))
+

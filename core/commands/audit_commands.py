@@ -1,0 +1,170 @@
+"""``scopelens replay``, ``drift`` and ``why-not``: reading the past, and comparing it with today."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from core.audit.drift import DriftReport, compute_drift, drift_session, list_drift_runs
+from core.audit.replay import ReplayedTurn, replay_session
+from core.audit.whynot import why_not
+from core.errors import IntegrityError, InvalidInputError
+from core.output import console, print_json, short
+from core.store.store import Store, event_summary
+from core.vocab import DriftClass, EventType
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    replay = subparsers.add_parser("replay", parents=[common], help="what the model was shown, turn by turn")
+    replay.add_argument("session")
+    replay.add_argument("--turn", type=int)
+    replay.add_argument("--json", action="store_true")
+    replay.set_defaults(run=run_replay)
+
+    drift = subparsers.add_parser("drift", parents=[common], help="a snapshot against today's index")
+    drift.add_argument("snapshot", nargs="?", help="snapshot id")
+    drift.add_argument("--session", help="drift every snapshot of this session")
+    drift.add_argument("--list", action="store_true", help="list past drift runs instead of running one")
+    drift.add_argument("--json", action="store_true")
+    drift.set_defaults(run=run_drift)
+
+    whynot = subparsers.add_parser("why-not", parents=[common], help="where a path, symbol or text dropped out")
+    whynot.add_argument("snapshot")
+    target = whynot.add_mutually_exclusive_group(required=True)
+    target.add_argument("--path")
+    target.add_argument("--symbol")
+    target.add_argument("--text")
+    whynot.add_argument("--json", action="store_true")
+    whynot.set_defaults(run=run_why_not)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        replayed = replay_session(store, args.session, turn=args.turn)
+    if args.json:
+        print_json("replay", {"session": replayed.header.model_dump(mode="json"), "ok": replayed.ok,
+                              "turns": [_turn_json(t) for t in replayed.turns]})
+    else:
+        out = console()
+        out.print(f"[bold]session {replayed.header.id}[/] project {replayed.header.project} {replayed.header.title}")
+        for turn in replayed.turns:
+            _print_turn(out, turn)
+        out.print("[green]all hashes verify[/]" if replayed.ok else "[red]some hashes do not verify[/]")
+    if not replayed.ok:
+        raise IntegrityError("replay found hashes that do not verify")
+    return 0
+
+
+def _turn_json(turn: ReplayedTurn) -> dict[str, Any]:
+    return {
+        "turn": turn.turn,
+        "ok": turn.ok,
+        "events": [e.model_dump(mode="json") for e in turn.events],
+        "snapshots": [
+            {
+                "snapshot_id": s.snapshot.id,
+                "content_hash": s.content_hash,
+                "context_block": s.context_block,
+                "items": [
+                    {"citation_id": i.citation_id, "source_ref": i.source_ref, "visible_text": i.visible_text,
+                     "visible_text_hash": i.visible_text_hash, "trim_ranges": [r.model_dump() for r in i.trim_ranges]}
+                    for i in s.snapshot.selected
+                ],
+                "citations": {k: v.model_dump(mode="json") for k, v in s.snapshot.projection.citation_map.items()},
+                "checks": [{"what": c.what, "recorded": c.recorded, "derived": c.derived, "ok": c.ok} for c in s.checks],
+            }
+            for s in turn.snapshots
+        ],
+        "checks": [{"what": c.what, "recorded": c.recorded, "derived": c.derived, "ok": c.ok} for c in turn.checks],
+    }
+
+
+def _print_turn(out: Any, turn: ReplayedTurn) -> None:
+    out.rule(f"turn {turn.turn}")
+    for event in turn.events:
+        if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED:
+            continue
+        out.print(f"[dim]#{event.seq}[/] [bold]{event.type.value}[/] {event_summary(event)}")
+        if event.type == EventType.MODEL_RESPONSE and event.payload.get("cited_ids"):
+            out.print(f"    cites: {', '.join(event.payload['cited_ids'])}")
+    for replayed in turn.snapshots:
+        bad = [c for c in replayed.checks if not c.ok]
+        mark = "[green]✓[/]" if not bad else "[red]✗[/]"
+        out.print(f"{mark} snapshot {replayed.snapshot.id} hash {short(replayed.content_hash)} "
+                  f"({len(replayed.snapshot.selected)} items)")
+        out.print(replayed.context_block, markup=False, highlight=False)
+        for check in bad:
+            out.print(f"[red]✗ {check.what}: recorded {short(check.recorded)} derived {short(check.derived)}[/]")
+    for check in turn.checks:
+        out.print(f"{'[green]✓' if check.ok else '[red]✗'}[/] {check.what} {short(check.recorded)}")
+
+
+def run_drift(args: argparse.Namespace) -> int:
+    if args.list:
+        with Store.open(args.db, read_only=True) as store:
+            runs = list_drift_runs(store, args.snapshot)
+        if args.json:
+            print_json("drift-runs", {"runs": [r.__dict__ for r in runs]})
+            return 0
+        table = Table("run", "snapshot", "at", "index", "summary")
+        for r in runs:
+            table.add_row(r.id, r.snapshot_id, r.created_at, r.index_version, r.summary)
+        console().print(table if runs else "No drift runs recorded yet.")
+        return 0
+    if bool(args.snapshot) == bool(args.session):
+        raise InvalidInputError("drift needs a SNAPSHOT_ID or --session S (one of them)")
+    with Store.open(args.db) as store:
+        if args.snapshot:
+            reports = [compute_drift(store, args.snapshot)]
+        else:
+            with Progress(TextColumn("drift"), BarColumn(), MofNCompleteColumn(), console=console(),
+                          transient=True, disable=args.json) as bar:
+                task = bar.add_task("", total=None)
+                reports = drift_session(store, args.session,
+                                        progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if args.json:
+        print_json("drift", {"reports": [r.model_dump(mode="json") | {"counts": r.counts()} for r in reports]})
+        return 0
+    for report in reports:
+        _print_drift(report)
+    return 0
+
+
+def _print_drift(report: DriftReport) -> None:
+    out = console()
+    out.print(f"[bold]drift {report.id}[/] of snapshot {report.snapshot_id}: index {report.index_version_then} -> "
+              f"{report.index_version_now}")
+    out.print(f"engine {'changed' if report.engine_changed else 'unchanged'} ({report.engine_then} -> {report.engine_now}), "
+              f"config {'changed' if report.config_changed else 'unchanged'}, "
+              f"index {'changed' if report.index_changed else 'unchanged'}")
+    table = Table("class", "source_ref", "rank then", "rank now", "note")
+    for item in report.items:
+        note = item.reason or ""
+        if item.stage_today:
+            note = f"{item.stage_today.value}: {note}"
+        table.add_row(item.drift_class.value, item.source_ref, str(item.frozen_rank or "-"), str(item.today_rank or "-"), note)
+    out.print(table)
+    for item in report.items:
+        if item.drift_class == DriftClass.CONTENT_CHANGED and item.diff:
+            out.print(item.diff, markup=False, highlight=False)
+    out.print(report.summary())
+
+
+def run_why_not(args: argparse.Namespace) -> int:
+    kind, value = next((k, getattr(args, k)) for k in ("path", "symbol", "text") if getattr(args, k) is not None)
+    with Store.open(args.db, read_only=True) as store:
+        answer = why_not(store, args.snapshot, kind, value)
+    if args.json:
+        print_json("why-not", answer.model_dump(mode="json"))
+        return 0
+    out = console()
+    out.print(answer.summary, markup=False)
+    if answer.sub_queries:
+        for query in answer.sub_queries:
+            out.print(f"  ran {query.id} ({query.intent}, top {query.top_k})", markup=False)
+    return 0
+
+

@@ -19,17 +19,17 @@ Formats recognised (``RedactionKind`` in brackets):
   Anthropic ``sk-ant-…`` [anthropic-key]; Twilio ``SK``/``AC`` + 32 hex [twilio-key]; SendGrid
   ``SG.x.y`` [sendgrid-key]; npm ``npm_`` [npm-token]; PyPI ``pypi-AgE…`` [pypi-token]
 * JWTs ``eyJ….eyJ….sig`` [jwt]; PEM/OpenSSH/PGP private key blocks, whole, BEGIN to END (or,
-  if cut off, as far as the base64 runs) [private-key-block]
+  if cut off, as far as lines of 16+ base64 characters run) [private-key-block]
 * The password of ``scheme://user:PASSWORD@host`` (only the password) [url-password]
 * ``Authorization: Bearer <token>`` (16+ chars; the token only) [bearer-token]
 * ``.env``-style assignments (``SECRET_KEY=…``, ``DB_PASSWORD: "…"``, ``api_key = '…'``)
-  [env-assignment]: the *name* contains secret, password/passwd/passphrase/pwd, token,
-  api/access/private/auth/signing/encryption/master key or credential, and does not end in a
-  metadata word (``_url``, ``_file``, ``_hash``, ``_length``, ``Name``…); the *value* is a
-  literal of 8+ characters whose Shannon entropy is at least ``ENTROPY_THRESHOLD`` = 3.0 bits
-  per character, and is not a placeholder (``changeme``, ``<…>``, ``${…}``, ``your-…``), a
-  URL or path, or word-shaped (letter and digit runs joined by ``_ . -``: ``DEFAULT_SECRET_1``,
-  ``self._authkey``, ``userPassword``).
+  [env-assignment]. The *name* contains secret, password/passwd/passphrase/pwd, token,
+  api/access/private/auth/signing/encryption/master key or credential, does not say public
+  or publishable, and does not end in a metadata word (``_url``, ``_file``, ``_hash``,
+  ``_length``, ``Name``…). The *value* is a literal of 8+ characters whose Shannon entropy
+  is at least ``ENTROPY_THRESHOLD`` = 3.0 bits per character, and is not a placeholder
+  (``changeme``, ``<…>``, ``${…}``, ``your-…``), a URL or path, or word-shaped (letter and
+  digit runs joined by ``_ . -``: ``DEFAULT_SECRET_1``, ``self._authkey``, ``userPassword``).
 
 Overlapping matches: the longest wins, then the earliest, then the more specific format (the
 order of ``_DETECTORS``). Anything that overlaps an existing ``[REDACTED:…]`` is left alone,
@@ -73,6 +73,15 @@ def placeholder(kind: K) -> str:
     return f"[REDACTED:{kind.value}]"
 
 
+def replacement(kind: K, secret: str) -> str:
+    """What replaces ``secret``: its placeholder, plus the secret's line breaks.
+
+    Keeping the line count means every line after a redacted PEM block keeps its number, so
+    chunk line ranges and trim ranges still point at the right lines of the file.
+    """
+    return placeholder(kind) + "\n" * secret.count("\n")
+
+
 def shannon_entropy(value: str) -> float:
     """Shannon entropy of ``value`` in bits per character (0 for the empty string)."""
     n = len(value)
@@ -84,12 +93,13 @@ def redact(text: str) -> Redacted:
     spans = _detect(text)
     redacted = _apply(text, spans)
     while spans:
-        # Replacing a secret can expose a neighbour (a new word boundary); catch it now so
-        # that a second pass never finds anything.
+        # Replacing a secret can free a neighbour that lost to it (see the tests); catch it
+        # now so that a second pass never finds anything. Each round covers more of the
+        # original (found ranges avoid placeholders), so this ends.
         found = _detect(redacted)
         if not found:
             break
-        spans = sorted(spans + _to_original(found, spans))
+        spans = sorted(spans + _to_original(found, spans, text))
         redacted = _apply(text, spans)
     return Redacted(
         text=redacted,
@@ -99,7 +109,7 @@ def redact(text: str) -> Redacted:
                 start=start,
                 end=end,
                 original_hash=text_hash(text[start:end]),
-                placeholder=placeholder(kind),
+                placeholder=replacement(kind, text[start:end]),
             )
             for start, end, kind in spans
         ),
@@ -130,6 +140,8 @@ _METADATA_NAME = re.compile(
     r"|path|file|dir|name|type|len|length|size|min|max|count|ttl|timeout|expiry|expires"
     r"|header|prefix|field|env|var|regex|pattern|format|policy)$"
 )
+_PUBLIC_NAME = re.compile(r"(?i)public|publishable")
+"""``publicKeyToken``, ``NEXT_PUBLIC_API_KEY``: published on purpose, not secrets."""
 _AWS_SECRET_NAME = re.compile(r"aws.*secret|secret[_.\-]?access[_.\-]?key")
 _AWS_SECRET_VALUE = re.compile(r"[A-Za-z0-9/+]{40}")
 
@@ -142,6 +154,7 @@ def _looks_generated(name: str, value: str) -> bool:
     """Whether an assigned value is a real secret by the env-assignment rule (module doc)."""
     return (
         _METADATA_NAME.search(name) is None
+        and _PUBLIC_NAME.search(name) is None
         # Word-shaped values (userPassword, DEFAULT_SECRET_1) are references, not secrets.
         and _WORD_SHAPED.fullmatch(value) is None
         and not _is_placeholder(value)
@@ -175,12 +188,16 @@ class _Pattern:
                 yield match.start("s"), match.end("s"), self.kind
 
 
+_MAX_NAME = 128
+"""Longer runs of name characters are blobs, not names; the bound keeps blobs linear."""
+_NAME_RUN = re.compile(rf"[\w.\-]{{0,{_MAX_NAME}}}")
 _ASSIGNMENT = re.compile(
-    r"""(?P<name>[A-Za-z_][\w.\-]*)["']?[ \t]*(?::=|=>|=|:)(?![=:])[ \t]*"""
-    r"""(?P<q>["'])?(?P<s>(?(q)[^\s"']{8,512}|[^\s"'`,;&(){}\[\]<>]{8,512}))"""
+    r"""(?P<name>[A-Za-z_][\w.\-]{0,127})["']?[ \t]*(?::=|=>|=|:)(?![=:])[ \t]*"""
+    r"""(?P<q>["'])?(?P<s>(?(q)[^\s"']{8,512}|[^\s"'`,;&(){}\[\]<>=]{8,512}={0,2}))"""
     r"(?(q)(?P=q)|(?=[\s,;&]|\Z))"
 )
-"""``name = value``, ``name: "value"``, ``"name": 'value'``…; a bare value must end the word."""
+"""``name = value``, ``name: "value"``, ``"name": 'value'``…; a bare value must end the word
+(``=`` only as base64 padding, so ``a=b=c`` chains fail fast)."""
 
 
 class _Assignments:
@@ -188,26 +205,28 @@ class _Assignments:
 
     Matching every assignment in a file is slow, so this finds the secret words first (plain
     ``str.find``, several times faster than one regex alternation) and reads the assignment
-    around each.
+    around each, looking at each run of name characters once.
     """
 
     words = ("secret", "passw", "passphrase", "pwd", "token", "credential", "key")
 
     def find(self, text: str, lowered: str) -> Iterator[_Span]:
-        starts: set[int] = set()
-        for word in self.words:
-            at = lowered.find(word)
-            while at >= 0:
-                starts.add(_name_start(text, at))
-                at = lowered.find(word, at + len(word))
-        done = 0
-        for start in sorted(starts):
-            match = _ASSIGNMENT.match(text, start) if start >= done else None
-            if match is None or not _SECRET_NAME.search(lowered, start, match.end("name")):
+        examined = 0  # hits before this offset lie in runs already looked at
+        for at in sorted({at for word in self.words for at in _occurrences(lowered, word)}):
+            if at < examined:
                 continue
-            done = match.end()
+            start = _name_start(text, at, floor=max(examined, at - _MAX_NAME))
+            run = _NAME_RUN.match(text, at)
+            examined = run.end() if run else at
+            if start < 0 or examined - start >= _MAX_NAME:
+                continue
+            if not _SECRET_NAME.search(lowered, start, examined):
+                continue
+            match = _ASSIGNMENT.match(text, start)
+            if match is None or match.end("name") != examined:
+                continue
             value = match["s"]
-            if _AWS_SECRET_NAME.search(lowered, start, match.end("name")) and (
+            if _AWS_SECRET_NAME.search(lowered, start, examined) and (
                 _AWS_SECRET_VALUE.fullmatch(value)
             ):
                 yield match.start("s"), match.end("s"), K.AWS_SECRET_KEY
@@ -215,16 +234,29 @@ class _Assignments:
                 yield match.start("s"), match.end("s"), K.ENV_ASSIGNMENT
 
 
-def _name_start(text: str, at: int) -> int:
-    """Where the name around ``at`` begins (names may be dotted or dashed: ``db.password``)."""
-    while at and (text[at - 1].isalnum() or text[at - 1] in "_.-"):
-        at -= 1
-    return at
+def _occurrences(haystack: str, needle: str) -> Iterator[int]:
+    at = haystack.find(needle)
+    while at >= 0:
+        yield at
+        at = haystack.find(needle, at + len(needle))
+
+
+def _name_start(text: str, at: int, *, floor: int) -> int:
+    """Where the run of name characters around ``at`` begins; -1 if it begins before ``floor``."""
+    start = at
+    while start > floor and _is_name_char(text[start - 1]):
+        start -= 1
+    return -1 if start == floor and start and _is_name_char(text[start - 1]) else start
+
+
+def _is_name_char(char: str) -> bool:
+    return char.isalnum() or char in "_.-"  # what [\w.\-] matches
 
 
 _E = r"(?![A-Za-z0-9_])"  # a token ends here
 _E_DASH = r"(?![A-Za-z0-9_\-])"  # ... for tokens whose alphabet has "-"
-_B64_BODY = r"[A-Za-z0-9+/=\s\\]"  # PEM body, also inside JSON ("\n" escapes)
+_B64 = r"[A-Za-z0-9+/=]"
+_GAP = r"[\s\\]"  # between lines of a key: newlines, or "\n" escapes inside JSON
 
 
 def _token(kind: K, prefix: str, width: int, rest: str, end: str = _E) -> _Pattern:
@@ -247,13 +279,16 @@ _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
         K.PRIVATE_KEY_BLOCK,
         re.compile(
             r"(?P<s>-----BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?P<blk>(?: BLOCK)?)-----"
-            r"[A-Za-z0-9+/=\s\\:,.\-]*?-----END (?P=label)PRIVATE KEY(?P=blk)-----)"
+            # Body: base64 and "Proc-Type: 4,ENCRYPTED" headers, never "-----", so that a
+            # header without an END costs one scan to the next dashes, not to the end of text.
+            r"(?:[A-Za-z0-9+/=\s\\:,.]|-(?!----))*?-----END (?P=label)PRIVATE KEY(?P=blk)-----)"
         ),
     ),
-    _Pattern(  # cut off before its END line: redact as far as the base64 runs
+    _Pattern(  # cut off before its END line: redact as far as runs of 16+ base64 go
         K.PRIVATE_KEY_BLOCK,
         re.compile(
-            rf"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----{_B64_BODY}{{40,}})"
+            r"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            rf"{_GAP}*{_B64}{{40,}}(?:{_GAP}+{_B64}{{16,}})*)"
         ),
     ),
     _Pattern(
@@ -351,20 +386,21 @@ def _apply(text: str, spans: list[_Span]) -> str:
     parts: list[str] = []
     at = 0
     for start, end, kind in spans:
-        parts += [text[at:start], placeholder(kind)]
+        parts += [text[at:start], replacement(kind, text[start:end])]
         at = end
     parts.append(text[at:])
     return "".join(parts)
 
 
-def _to_original(found: list[_Span], spans: list[_Span]) -> list[_Span]:
+def _to_original(found: list[_Span], spans: list[_Span], text: str) -> list[_Span]:
     """Map ranges of the redacted text (outside placeholders) back to the original text."""
     redacted_ends: list[int] = []
     shifts: list[int] = []  # original minus redacted offset after each placeholder
     shift = 0
     for start, end, kind in spans:
-        redacted_ends.append(start - shift + len(placeholder(kind)))
-        shift += (end - start) - len(placeholder(kind))
+        width = len(replacement(kind, text[start:end]))
+        redacted_ends.append(start - shift + width)
+        shift += (end - start) - width
         shifts.append(shift)
     mapped: list[_Span] = []
     for start, end, kind in found:

@@ -16,11 +16,25 @@ would. A query term's weight multiplies its BM25 contribution.
   are boolean masks over the scored chunks, applied before top-k selection.
 
 Arrays for a project are loaded once and cached until a new run of that project lands.
+
+**Speed.** Recall must stay well under a millisecond on tens of thousands of chunks (see
+``docs/performance.md``), so the per-query work is kept to numpy calls per query term:
+
+* per (scope key, term), the live postings are concatenated once into global positions with
+  their tf and BM25 denominator ``tf + k1 (1 - b + b dl/avgdl)`` (and the unweighted
+  contribution), so a query term is one gather-add, plus one ``searchsorted`` per path range
+  when scoped; contributions are computed with exactly the same float32 operations as before;
+* "has a new run landed?" is asked on SQLite through one long-lived read-only connection
+  (autocommit, statement run to completion, so it holds no lock between queries) instead of
+  opening a connection per query.
 """
 
 from __future__ import annotations
 
 import math
+import sqlite3
+import threading
+import weakref
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +44,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from core.index.timeutil import FOREVER
+from core.store.engine import SQLITE_BUSY_TIMEOUT_S, sqlite_path_of
 from core.store.store import Store
 from core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
 from core.vocab import Source
@@ -38,6 +53,12 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 SOURCE_CODES: dict[Source, int] = {source: code for code, source in enumerate(Source)}
 POSTINGS_CACHE_LIMIT = 400_000
+TERMS_CACHE_LIMIT = 200_000
+_K1_PLUS_1 = BM25_K1 + 1.0
+_NO_POSITIONS = np.zeros(0, dtype=np.int64)
+DENSE_MIN_SHARE = 16
+"""A term in at least 1/16 of the chunks is also kept as a dense row (see ``_Term``)."""
+DENSE_BYTES_LIMIT = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -52,6 +73,8 @@ class RecallFilter:
     as_of_us: int | None = None
     include_after_us: int | None = None
     exclude_after_us: int | None = None
+    all_versions: bool = False
+    """Score superseded versions too (the scope probe uses this to record ``stale``)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +108,55 @@ class _View:
     source: np.ndarray
     length: np.ndarray
     stats: dict[tuple[object, ...], tuple[np.ndarray, int, np.ndarray]] = field(default_factory=dict)
-    df: dict[tuple[object, ...], int] = field(default_factory=dict)
+    terms: dict[tuple[object, ...], dict[str, _Term | None]] = field(default_factory=dict)
+    """``scope key -> term -> _Term`` (``None``: no live chunk has the term)."""
+    cached_terms: int = 0
+    dense_bytes: int = 0
+    """Memory taken by the dense rows of this view's terms."""
+
+
+@dataclass
+class _Term:
+    """One term's live postings under one scope key, over the view's positions."""
+
+    idf: float
+    positions: np.ndarray
+    """Positions in the view's arrays, ascending (segments are in run order)."""
+    tf: np.ndarray
+    denominator: np.ndarray
+    """``tf + norm[positions]``, float32."""
+    unweighted: np.ndarray
+    """``idf * tf * (k1 + 1) / denominator``: the contribution of a term of weight 1."""
+    dense: np.ndarray | None = None
+    """``unweighted`` spread over every position (0.0 elsewhere), for very common terms."""
+
+    def dense_unweighted(self, view: _View) -> np.ndarray | None:
+        """The dense contributions of weight 1, if this term is common enough to keep them.
+
+        Adding a dense row adds exactly 0.0 where the term is absent, so the sums are the
+        same as a sparse add, but a contiguous add of every position is several times
+        cheaper than scattering into a large share of them. Dense rows of one view take at
+        most ``DENSE_BYTES_LIMIT``.
+        """
+        if self.dense is None:
+            size = len(view.chunk_ids)
+            if len(self.positions) * DENSE_MIN_SHARE < size or view.dense_bytes + 4 * size > DENSE_BYTES_LIMIT:
+                return None
+            self.dense = np.zeros(size, dtype=np.float32)
+            self.dense[self.positions] = self.unweighted
+            view.dense_bytes += self.dense.nbytes
+        return self.dense
+
+    def contribution(self, weight: float, a: int = 0, b: int | None = None) -> np.ndarray:
+        """``weight * idf * tf * (k1 + 1) / denominator`` over postings ``a:b``."""
+        if weight == 1.0:  # (1.0 * idf) == idf, so this is the same float32 result
+            return self.unweighted[a:b]
+        return (weight * self.idf) * self.tf[a:b] * _K1_PLUS_1 / self.denominator[a:b]
+
+
+def _scope_key(flt: RecallFilter) -> tuple[object, ...]:
+    """What decides the live chunks and the BM25 statistics of a recall (not the path prefix)."""
+    return (flt.branch, flt.workspace_root, flt.as_of_us, flt.all_versions)
 
 
 def _prefix_ranges(paths: list[str], prefixes: Sequence[str]) -> list[tuple[int, int]]:
@@ -117,6 +188,30 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
+def _accumulate(scores: np.ndarray, positions: list[np.ndarray], values: list[np.ndarray]) -> None:
+    """``scores[p] += v`` for each term's postings, in term order (so float32 sums are the same
+    as one term after another), with one ``np.add.at`` instead of one call per term."""
+    if len(positions) == 1:
+        scores[positions[0]] += values[0]  # a term's positions are distinct
+    elif positions:
+        np.add.at(scores, np.concatenate(positions), np.concatenate(values))
+    positions.clear()
+    values.clear()
+
+
+def _top_k_lower_bound(scores: np.ndarray, top_k: int) -> float:
+    """A value at most the ``top_k``-th largest score: the ``top_k``-th largest of a sample.
+
+    With non-negative scores, every chunk of the top k (ties included) scores at least this,
+    so ``scores >= bound`` (when the bound is positive) is a short candidate list found without
+    sorting every score. 0.0 when the sample has too few scores.
+    """
+    sample = scores[:: max(1, len(scores) // 4096)]
+    if len(sample) <= top_k:
+        return 0.0
+    return float(np.partition(sample, len(sample) - top_k)[len(sample) - top_k])
+
+
 class Scorer:
     """Scores queries against one store's index. Keep one per store; it caches arrays."""
 
@@ -124,15 +219,51 @@ class Scorer:
         self.store = store
         self._views: dict[str | None, _View] = {}
         self._postings: dict[tuple[int, str], tuple[np.ndarray, np.ndarray] | None] = {}
+        path = sqlite_path_of(store.url) if store.dialect == "sqlite" else None
+        self._probe_uri = f"{path.resolve().as_uri()}?mode=ro" if path is not None else None
+        self._probe: sqlite3.Connection | None = None
+        self._probe_lock = threading.Lock()
 
     # ------------------------------------------------------------------ loading
 
     def _current_key(self, project: str | None) -> int:
+        key = self._probe_key(project)
+        if key is not None:
+            return key
         statement = select(func.coalesce(func.max(IndexRunRow.id), 0))
         if project is not None:
             statement = statement.where(IndexRunRow.project == project)
         with self.store.read() as conn:
             return int(conn.execute(statement).scalar_one())
+
+    def _probe_key(self, project: str | None) -> int | None:
+        """The newest run id through the long-lived read-only SQLite connection, if any.
+
+        ``None`` when the store is not a SQLite file or the probe fails; the caller then asks
+        through the engine, which reports errors properly.
+        """
+        if self._probe_uri is None:
+            return None
+        with self._probe_lock:
+            try:
+                if self._probe is None:
+                    self._probe = sqlite3.connect(
+                        self._probe_uri,
+                        uri=True,
+                        timeout=SQLITE_BUSY_TIMEOUT_S,
+                        isolation_level=None,
+                        check_same_thread=False,
+                    )
+                    weakref.finalize(self, self._probe.close)
+                if project is None:
+                    rows = self._probe.execute("SELECT coalesce(max(id), 0) FROM index_runs").fetchall()
+                else:
+                    rows = self._probe.execute(
+                        "SELECT coalesce(max(id), 0) FROM index_runs WHERE project = ?", (project,)
+                    ).fetchall()
+            except sqlite3.Error:
+                return None
+        return int(rows[0][0])
 
     def _view(self, project: str | None) -> _View:
         key = self._current_key(project)
@@ -225,44 +356,74 @@ class Scorer:
         live, total, norm = self._stats(view, segments, flt)
         if total == 0:
             return []
-        self._load_postings([s.run_id for s in segments], weights)
-        ranges = {
-            s.run_id: _prefix_ranges(s.paths, flt.path_prefixes) if flt.path_prefixes else [(0, len(s.paths))]
-            for s in segments
-        }
-        scores = np.zeros(len(view.chunk_ids), dtype=np.float32)
-        for term, weight in weights.items():
-            idf = self._idf(view, segments, live, total, flt, term)
-            if idf <= 0.0:
-                continue
-            for segment in segments:
-                postings = self._postings.get((segment.run_id, term))
-                if postings is None:
-                    continue
-                offsets, tfs = postings
-                for lo, hi in ranges[segment.run_id]:
-                    a, b = np.searchsorted(offsets, (lo, hi))
-                    if a == b:
-                        continue
-                    positions = offsets[a:b] + segment.local_start
-                    tf = tfs[a:b]
-                    scores[positions] += (weight * idf) * tf * (BM25_K1 + 1.0) / (tf + norm[positions])
-        candidates = np.concatenate(
-            [
-                segment.local_start + lo + np.flatnonzero(scores[segment.local_start + lo : segment.local_start + hi])
-                for segment in segments
-                for lo, hi in ranges[segment.run_id]
-            ]
-            or [np.zeros(0, dtype=np.int64)]
-        )
-        if not len(candidates):
+        found = self._terms(view, segments, live, total, norm, flt, weights)
+        if not found:
             return []
-        keep = live[candidates] & self._window_mask(view, candidates, flt)
-        candidates = candidates[keep]
+        scores = np.zeros(len(view.chunk_ids), dtype=np.float32)
+        windowed = flt.include_after_us is not None or flt.exclude_after_us is not None or flt.sources is not None
+        # Terms are added in query order so that every chunk's float32 sum is the same whatever
+        # the path: runs of sparse terms go in one np.add.at, common terms as dense rows.
+        size = len(scores)
+        positions: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        if flt.path_prefixes:
+            ranges = [
+                (segment.local_start + lo, segment.local_start + hi)
+                for segment in segments
+                for lo, hi in _prefix_ranges(segment.paths, flt.path_prefixes)
+            ]
+            bounds = np.asarray(ranges, dtype=np.int64).reshape(-1)
+            single = len(ranges) == 1
+            for entry, weight in found:
+                dense = entry.dense_unweighted(view) if weight == 1.0 else None
+                if dense is not None:
+                    _accumulate(scores, positions, values)
+                    for lo, hi in ranges:
+                        scores[lo:hi] += dense[lo:hi]
+                elif single:
+                    a, b = entry.positions.searchsorted(bounds).tolist()
+                    if a < b:
+                        positions.append(entry.positions[a:b])
+                        values.append(entry.contribution(weight, a, b))
+                else:
+                    cut = entry.positions.searchsorted(bounds).tolist()
+                    for a, b in zip(cut[::2], cut[1::2]):
+                        if a < b:
+                            positions.append(entry.positions[a:b])
+                            values.append(entry.contribution(weight, a, b))
+            _accumulate(scores, positions, values)
+            candidates = np.concatenate(
+                [lo + np.flatnonzero(scores[lo:hi] != 0) for lo, hi in ranges] or [_NO_POSITIONS]
+            )
+        else:
+            sparse_only = True
+            for entry, weight in found:
+                dense = entry.dense_unweighted(view) if weight == 1.0 else None
+                if dense is not None:
+                    sparse_only = False
+                    _accumulate(scores, positions, values)
+                    scores += dense
+                else:
+                    positions.append(entry.positions)
+                    values.append(entry.contribution(weight))
+            if sparse_only and sum(map(len, positions)) * 16 <= size:
+                # few postings: their union is cheaper than scanning every chunk's score
+                candidates = np.unique(np.concatenate(positions)) if len(positions) > 1 else positions[0]
+                _accumulate(scores, positions, values)
+                candidates = candidates[scores[candidates] != 0]
+            else:
+                _accumulate(scores, positions, values)
+                bound = 0.0
+                if not windowed and all(weight > 0 for _, weight in found):
+                    bound = _top_k_lower_bound(scores, top_k)
+                candidates = np.flatnonzero(scores >= bound) if bound > 0 else np.flatnonzero(scores != 0)
+        # Only live chunks of the chosen segments have postings here, so no live mask is needed.
+        if len(candidates) and windowed:
+            candidates = candidates[self._window_mask(view, candidates, flt)]
         if not len(candidates):
             return []
         candidate_scores = scores[candidates]
-        if len(candidates) > top_k:
+        if len(candidates) > max(top_k, 64):  # (a short list is simply sorted)
             cut = np.argpartition(-candidate_scores, top_k - 1)[:top_k]
             threshold = candidate_scores[cut].min()
             # keep every candidate tied at the threshold so tie-breaking by id is exact
@@ -270,20 +431,71 @@ class Scorer:
             candidates, candidate_scores = candidates[cut], candidate_scores[cut]
         ids = view.chunk_ids[candidates]
         order = np.lexsort((ids, -candidate_scores))[:top_k]
-        return [Hit(int(ids[i]), float(candidate_scores[i])) for i in order]
+        return [Hit(i, s) for i, s in zip(ids[order].tolist(), candidate_scores[order].tolist())]
+
+    def _terms(
+        self,
+        view: _View,
+        segments: list[_Segment],
+        live: np.ndarray,
+        total: int,
+        norm: np.ndarray,
+        flt: RecallFilter,
+        weights: dict[str, float],
+    ) -> list[tuple[_Term, float]]:
+        """The query's terms that occur in a live chunk, with their weights, in query order."""
+        cache = view.terms.get(_scope_key(flt))
+        if cache is None:
+            cache = view.terms[_scope_key(flt)] = {}
+        missing = [term for term in weights if term not in cache]
+        if missing:
+            if view.cached_terms + len(missing) > TERMS_CACHE_LIMIT:
+                for other in view.terms.values():
+                    other.clear()
+                view.cached_terms = view.dense_bytes = 0
+                missing = list(weights)
+            self._load_postings([s.run_id for s in segments], missing)
+            for term in missing:
+                cache[term] = self._term(segments, live, total, norm, term)
+            view.cached_terms += len(missing)
+        return [(entry, weight) for entry, weight in zip(map(cache.__getitem__, weights), weights.values()) if entry is not None]
+
+    def _term(
+        self, segments: list[_Segment], live: np.ndarray, total: int, norm: np.ndarray, term: str
+    ) -> _Term | None:
+        parts = []
+        for segment in segments:
+            postings = self._postings.get((segment.run_id, term))
+            if postings is not None:
+                offsets, tfs = postings
+                positions = offsets + segment.local_start
+                keep = live[positions]
+                parts.append((positions[keep], tfs[keep]))
+        df = sum(len(p) for p, _ in parts)
+        if df == 0:
+            return None
+        idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+        if idf <= 0.0:
+            return None
+        positions = np.concatenate([p for p, _ in parts]) if len(parts) > 1 else parts[0][0]
+        tf = np.concatenate([t for _, t in parts]) if len(parts) > 1 else parts[0][1]
+        denominator = tf + norm[positions]
+        return _Term(idf, positions, tf, denominator, idf * tf * _K1_PLUS_1 / denominator)
 
     def _stats(
         self, view: _View, segments: list[_Segment], flt: RecallFilter
     ) -> tuple[np.ndarray, int, np.ndarray]:
         """Live mask at ``as_of``, N, and each chunk's BM25 length norm ``k1 (1 - b + b dl/avgdl)``."""
-        key = (flt.branch, flt.workspace_root, flt.as_of_us)
+        key = _scope_key(flt)
         cached = view.stats.get(key)
         if cached is not None:
             return cached
         in_segments = np.zeros(len(view.chunk_ids), dtype=bool)
         for segment in segments:
             in_segments[segment.local_start : segment.local_start + len(segment.paths)] = True
-        if flt.as_of_us is None:
+        if flt.all_versions:
+            live = in_segments
+        elif flt.as_of_us is None:
             live = in_segments & (view.valid_to == FOREVER)
         else:
             live = in_segments & (view.valid_from <= flt.as_of_us) & (view.valid_to > flt.as_of_us)
@@ -293,22 +505,6 @@ class Scorer:
         result = (live, total, norm)
         view.stats[key] = result
         return result
-
-    def _idf(
-        self, view: _View, segments: list[_Segment], live: np.ndarray, total: int, flt: RecallFilter, term: str
-    ) -> float:
-        key = (flt.branch, flt.workspace_root, flt.as_of_us, term)
-        df = view.df.get(key)
-        if df is None:
-            df = 0
-            for segment in segments:
-                postings = self._postings.get((segment.run_id, term))
-                if postings is not None:
-                    df += int(live[postings[0] + segment.local_start].sum())
-            view.df[key] = df
-        if df == 0:
-            return 0.0
-        return math.log(1.0 + (total - df + 0.5) / (df + 0.5))
 
     @staticmethod
     def _window_mask(view: _View, candidates: np.ndarray, flt: RecallFilter) -> np.ndarray:

@@ -11,8 +11,9 @@ Code and prose are tokenized the same way, so a query finds what the index store
 * Han, Kana and Hangul runs become overlapping character bigrams (a lone character stays a
   unigram), so Japanese, Chinese and Korean text is found without a dictionary.
 * Non-ASCII text is NFKC-normalised first (full-width ``ＡＢＣ`` and half-width kana fold).
-* Single digits and tokens with no letter or digit are dropped; order and duplicates are kept
-  because term frequency matters.
+* Single digits and tokens with no letter or digit are dropped, and compounds longer than 128
+  characters (base64 blobs) keep only their parts; order and duplicates are kept because
+  term frequency matters.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ _SPLITTERS = (_split_path, _split_dotted, _split_snake)
 _CAMEL = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*")
 """Case humps: ``HTTPServer`` -> HTTP Server, ``parseJSON2`` -> parse JSON2, ``IDs`` whole."""
 _SIMPLE = re.compile(r"[a-z0-9]+")
+_MAX_WHOLE = 128
+"""Longer compounds (base64 blobs, minified chains) are indexed by their parts only."""
 
 
 def tokenize(text: str) -> list[str]:
@@ -89,7 +92,7 @@ def _expand(word: str) -> tuple[str, ...]:
     """A word or compound and all its parts; cached because code repeats its identifiers."""
     if _SIMPLE.fullmatch(word):
         return (word,) if _keep(word) else ()
-    out = [word.lower()]
+    out = [word.lower()] if len(word) <= _MAX_WHOLE else []
     pieces = [word]
     for split in _SPLITTERS:
         finer: list[str] = []

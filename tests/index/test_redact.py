@@ -152,7 +152,7 @@ CASES: list[tuple[str, str, K, str]] = [
     ("pgp", "{s}", K.PRIVATE_KEY_BLOCK, pem("PGP PRIVATE KEY BLOCK")),
     (
         "pem-cut-off",
-        "log: {s}",
+        "log: {s}\n[truncated] Next step",
         K.PRIVATE_KEY_BLOCK,
         "-----BEGIN EC PRIVATE KEY-----\n" + fake(64, B64) + "\n" + fake(30, B64),
     ),
@@ -206,9 +206,10 @@ def test_each_format_is_redacted_exactly(text: str, kind: K, secret: str) -> Non
     original = text.format(s=secret)
     result = redact(original)
     assert _only(result) == (kind, original.index(secret), original.index(secret) + len(secret))
-    assert result.text == text.format(s=placeholder(kind))
+    kept_breaks = "\n" * secret.count("\n")  # multi-line secrets keep their line count
+    assert result.text == text.format(s=placeholder(kind) + kept_breaks)
     assert result.redactions[0].original_hash == text_hash(secret)
-    assert result.redactions[0].placeholder == f"[REDACTED:{kind.value}]"
+    assert result.redactions[0].placeholder == f"[REDACTED:{kind.value}]" + kept_breaks
 
 
 def test_every_kind_is_covered_by_a_case() -> None:
@@ -254,6 +255,8 @@ FALSE_POSITIVES = [
     'version = "1.2.3-beta.4"',
     'MAX_TOKENS = 4096  # "tokens" per request',
     "パスワードは環境変数から読み込む (password from env)",
+    '<assemblyIdentity name="Microsoft.VC90.CRT" publicKeyToken="1fc8b3b9a1e18e3b"/>',
+    "NEXT_PUBLIC_API_KEY=pk9Xc2LmQ7vB4nR8tZ1w",
 ]
 
 
@@ -400,3 +403,13 @@ def test_redaction_only_touches_its_ranges_and_is_idempotent(text: str) -> None:
     again = redact(result.text)
     assert again.text == result.text
     assert again.redactions == ()
+
+
+def test_redaction_keeps_every_line_in_place():
+    body = "MIIEow" + "IBAAKCAQEAx" * 4
+    text = "a = 1\n-----BEGIN RSA PRIVATE KEY-----\n" + body + "\n" + body + "\n-----END RSA PRIVATE KEY-----\nb = 2\n"
+    result = redact(text)
+    assert result.text.count("\n") == text.count("\n")
+    assert result.text.splitlines()[-1] == "b = 2"
+    assert result.text.splitlines().index("b = 2") == text.splitlines().index("b = 2")
+    assert redact(result.text).text == result.text

@@ -60,6 +60,12 @@ def test_single_digits_are_dropped_but_numbers_and_mixed_tokens_kept() -> None:
     assert tokenize("x = 1") == ["x"]
 
 
+def test_a_blob_is_indexed_by_its_parts_not_as_one_giant_token() -> None:
+    blob = "/".join(["chunk"] * 40)
+    assert tokenize(blob) == ["chunk"] * 40
+    assert tokenize("a/b")[0] == "a/b"
+
+
 def test_punctuation_only_gives_nothing() -> None:
     assert tokenize("") == []
     assert tokenize("-- == () _ __ {}") == []

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from core.commands import audit_commands, index_commands, retrieve_commands, store_commands
+from core.commands import (
+    audit_commands,
+    index_commands,
+    inspect_commands,
+    record_commands,
+    retrieve_commands,
+    store_commands,
+)
 
-COMMAND_MODULES = (store_commands, index_commands, retrieve_commands, audit_commands)
-from core.commands import record_commands; COMMAND_MODULES += (record_commands,)  # noqa: E402,E702
+COMMAND_MODULES = (
+    store_commands,
+    index_commands,
+    retrieve_commands,
+    audit_commands,
+    record_commands,
+    inspect_commands,
+)

@@ -26,6 +26,9 @@ from core.store.tables import IndexChunkRow, IndexDocumentRow
 from core.vocab import Source, Stage
 
 PROBE_TOP_K = 3
+MEMORY_PROBE_FLOOR = 0.5
+"""A memory is recorded as withheld only if it scores at least half the best memory's score:
+one shared word is not enough to be worth an audit line."""
 
 
 def probe(
@@ -40,7 +43,7 @@ def probe(
     rejected: dict[str, RejectedItem] = {}
     for sub_query in sub_queries:
         terms = [(t.term, t.weight) for t in sub_query.terms]
-        hits = scorer.search(terms, RecallFilter(project=None), top_k=PROBE_TOP_K)
+        hits = scorer.search(terms, RecallFilter(project=None, all_versions=True), top_k=PROBE_TOP_K)
         for row in _provenance(store, [h.chunk_id for h in hits]):
             candidate_id = f"chunk:{row['id']}"
             if candidate_id in recalled_ids or candidate_id in rejected:
@@ -125,8 +128,9 @@ def _why_withheld(row: dict[str, object], scope: RetrievalScope, window: TimeWin
 def _memory_probe(store: Store, terms: list[tuple[str, float]], scope: RetrievalScope) -> list[RejectedItem]:
     records = all_memory_versions(store)
     scores = bm25_scores(terms, [record.content for record, _ in records])
+    floor = MEMORY_PROBE_FLOOR * max(scores, default=0.0)
     ranked = sorted(
-        ((s, r, d) for s, (r, d) in zip(scores, records) if s > 0), key=lambda t: (-t[0], t[1].id)
+        ((s, r, d) for s, (r, d) in zip(scores, records) if s > 0 and s >= floor), key=lambda t: (-t[0], t[1].id)
     )[:PROBE_TOP_K]
     items = []
     for _score, record, digest in ranked:

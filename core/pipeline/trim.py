@@ -54,11 +54,24 @@ def marker(first: int, last: int) -> str:
     return f"[… lines {first}-{last} trimmed …]" if first != last else f"[… line {first} trimmed …]"
 
 
+SHORT_NEEDLE = 4
+"""Needles shorter than this (``ts``, ``go``, ``v2``) must match a whole word, not a substring."""
+
+
+def _needle_matchers(needles: list[str]) -> list[re.Pattern[str]]:
+    patterns = []
+    for needle in dict.fromkeys(n.lower() for n in needles if n.strip()):
+        escaped = re.escape(needle)
+        patterns.append(re.compile(rf"(?<!\w){escaped}(?!\w)" if len(needle) < SHORT_NEEDLE else escaped))
+    return patterns
+
+
 def _important_lines(lines: list[str], needles: list[str]) -> set[int]:
     keep = {0} if lines else set()
-    lowered = [line.lower() for line in lines]
-    for index, line in enumerate(lowered):
-        if any(needle in line for needle in needles):
+    matchers = _needle_matchers(needles)
+    for index, line in enumerate(lines):
+        lowered = line.lower()
+        if any(m.search(lowered) for m in matchers):
             keep.update({index - 1, index, index + 1})
     return {i for i in keep if 0 <= i < len(lines)}
 

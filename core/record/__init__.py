@@ -1,0 +1,26 @@
+"""Recording scripted agent sessions through the real engine, deterministically.
+
+A *session script* (``docs/session-scripts.md``) describes one agent session: user messages,
+tool runs, file edits, re-indexing, clock steps, retrieval intents and model replies that
+cite evidence. :func:`record_script` runs it against a store with an injected clock and id
+source, so the same script gives the same hashes, and reports *findings*: the failure forms
+of scoped retrieval that the recorded facts show (see ``findings.py``).
+"""
+
+from __future__ import annotations
+
+from core.record.findings import Finding, FindingKind, Outcome
+from core.record.recorder import RecordResult, SnapshotRecord, record_script, record_scripts
+from core.record.script import LoadedScript, load_script
+
+__all__ = [
+    "Finding",
+    "FindingKind",
+    "LoadedScript",
+    "Outcome",
+    "RecordResult",
+    "SnapshotRecord",
+    "load_script",
+    "record_script",
+    "record_scripts",
+]

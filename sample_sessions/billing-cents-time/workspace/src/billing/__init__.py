@@ -1,0 +1,1 @@
+"""Invoices and money amounts for the billing service."""

@@ -1,0 +1,3 @@
+module example.com/checkout
+
+go 1.22

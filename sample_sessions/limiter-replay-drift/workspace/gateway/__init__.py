@@ -1,0 +1,1 @@
+"""The edge gateway: routing and per-client rate limiting."""

@@ -61,3 +61,9 @@ def document_hash(value: Any) -> str:
 def store_chain_next(previous: str, event_hash: str) -> str:
     """The next link of the store chain, given the previous link and an event's hash."""
     return sha256_hex(f"{previous}:{event_hash}".encode("ascii"))
+
+
+def as_bytes(value: bytes | bytearray | memoryview | str) -> bytes:
+    """Stored bytes as bytes. A TEXT value where bytes belong (a tampered or hand-edited row)
+    is read as its UTF-8 encoding, so verification reports a mismatch instead of crashing."""
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)

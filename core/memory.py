@@ -17,7 +17,7 @@ from sqlmodel import select
 
 from core.contracts import MemoryRecord, parse_input
 from core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
-from core.hashing import canonical_json, sha256_hex
+from core.hashing import as_bytes, canonical_json, sha256_hex
 from core.index.redact import redact
 from core.store.store import Store, _iso
 from core.store.tables import MemoryRow
@@ -70,7 +70,7 @@ def list_memories(store: Store, *, project: str | None = None, status: MemorySta
     if status is not None:
         statement = statement.where(MemoryRow.status == status.value)
     with store.read() as conn:
-        return [MemoryRecord.model_validate_json(bytes(body)) for body in conn.execute(statement).scalars()]
+        return [MemoryRecord.model_validate_json(as_bytes(body)) for body in conn.execute(statement).scalars()]
 
 
 def memory_versions(store: Store, project: str) -> list[tuple[MemoryRecord, str]]:
@@ -79,14 +79,14 @@ def memory_versions(store: Store, project: str) -> list[tuple[MemoryRecord, str]
         rows = conn.execute(
             select(MemoryRow.body, MemoryRow.content_hash).where(MemoryRow.project == project).order_by(MemoryRow.id)
         ).all()
-    return [(MemoryRecord.model_validate_json(bytes(body)), digest) for body, digest in rows]
+    return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
 
 
 def all_memory_versions(store: Store) -> list[tuple[MemoryRecord, str]]:
     """Every memory of every project (the scope probe uses this; never model-visible)."""
     with store.read() as conn:
         rows = conn.execute(select(MemoryRow.body, MemoryRow.content_hash).order_by(MemoryRow.id)).all()
-    return [(MemoryRecord.model_validate_json(bytes(body)), digest) for body, digest in rows]
+    return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
 
 
 def _get(store: Store, memory_id: str) -> MemoryRecord:
@@ -94,7 +94,7 @@ def _get(store: Store, memory_id: str) -> MemoryRecord:
         body = conn.execute(select(MemoryRow.body).where(MemoryRow.id == memory_id)).scalar()
     if body is None:
         raise UnknownIdError(f"no memory {memory_id!r} in this store")
-    return MemoryRecord.model_validate_json(bytes(body))
+    return MemoryRecord.model_validate_json(as_bytes(body))
 
 
 def _replace(store: Store, record: MemoryRecord) -> MemoryRecord:

@@ -27,7 +27,7 @@ from core import ENGINE_VERSION
 from core.clock import Clock, SystemClock
 from core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, DriftItem, RejectedItem, SnapshotItem
 from core.errors import UnknownIdError
-from core.hashing import canonical_json, document_hash, sha256_hex
+from core.hashing import as_bytes, canonical_json, document_hash, sha256_hex
 from core.index.scorer import Scorer
 from core.pipeline import rerank as rerank_module
 from core.pipeline.policy import Policy
@@ -233,5 +233,5 @@ def load_drift_run(store: Store, run_id: str) -> DriftReport:
         row = conn.get(DriftRunRow, run_id)
     if row is None:
         raise UnknownIdError(f"no drift run {run_id!r} in this store")
-    return DriftReport.model_validate(json.loads(bytes(row.body)))
+    return DriftReport.model_validate(json.loads(as_bytes(row.body)))
 

@@ -31,6 +31,8 @@ Arrays for a project are loaded once and cached until a new run of that project 
 
 from __future__ import annotations
 
+from core.hashing import as_bytes
+
 import math
 import sqlite3
 import threading
@@ -330,8 +332,8 @@ class Scorer:
                 )
                 for run_id, term, ids, tfs in rows:
                     self._postings[(int(run_id), term)] = (
-                        np.frombuffer(bytes(ids), dtype="<u4").astype(np.int64),
-                        np.frombuffer(bytes(tfs), dtype="<u2").astype(np.float32),
+                        np.frombuffer(as_bytes(ids), dtype="<u4").astype(np.int64),
+                        np.frombuffer(as_bytes(tfs), dtype="<u2").astype(np.float32),
                     )
 
     # ------------------------------------------------------------------ scoring

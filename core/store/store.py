@@ -44,7 +44,7 @@ from core.errors import (
     StoreUnavailableError,
     UnknownIdError,
 )
-from core.hashing import ZERO_HASH, canonical_json, sha256_hex, store_chain_next, text_hash
+from core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
 from core.store.engine import make_engine, normalise_url, sqlite_path_of
 from core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
 from core.store.tables import (
@@ -415,7 +415,7 @@ class Store:
             data = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == digest)).scalar()
         if data is None:
             raise UnknownIdError(f"no blob {digest[:12]}… in this store")
-        return bytes(data)
+        return as_bytes(data)
 
     # ------------------------------------------------------------------ snapshots
 
@@ -476,7 +476,7 @@ class Store:
             row = conn.exec(select(SnapshotRow).where(SnapshotRow.id == snapshot_id)).first()
         if row is None:
             raise UnknownIdError(f"no snapshot {snapshot_id!r} in this store")
-        body = bytes(row.body)
+        body = as_bytes(row.body)
         return StoredSnapshot(AuditSnapshot.model_validate_json(body), sha256_hex(body), body)
 
     # ------------------------------------------------------------------ reading
@@ -515,7 +515,7 @@ class Store:
             bodies = conn.execute(
                 select(EventRow.body).where(EventRow.session_id == session_id).order_by(EventRow.seq)
             ).scalars()
-            return [Event.model_validate_json(bytes(body)) for body in bodies]
+            return [Event.model_validate_json(as_bytes(body)) for body in bodies]
 
     def store_head(self) -> tuple[int, str]:
         """The stored store head: (number of events appended, head hash)."""

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from sqlmodel import Session, select
 
 from core.contracts import AuditSnapshot, Problem, VerifyReport
-from core.hashing import ZERO_HASH, sha256_hex, store_chain_next, text_hash
+from core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
 from core.store.store import Store, snapshot_candidate_rows
 from core.store.tables import (
     BlobRow,
@@ -128,7 +128,7 @@ def _check_event(
     snapshot_events: dict[str, tuple[str, str]],
 ) -> None:
     record = f"event {row.session_id}#{row.seq}"
-    body = bytes(row.body)
+    body = as_bytes(row.body)
     if sha256_hex(body) != row.hash:
         findings.add("changed", record, "its bytes do not match its stored hash")
     try:
@@ -223,7 +223,7 @@ def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]],
         count += 1
         seen.add(row.id)
         record = f"snapshot {row.id}"
-        body = bytes(row.body)
+        body = as_bytes(row.body)
         digest = sha256_hex(body)
         if digest != row.hash:
             findings.add("changed", record, "its bytes do not match its stored hash")
@@ -271,7 +271,49 @@ def _check_blobs(conn: Session, findings: _Findings) -> int:
         select(BlobRow.sha256, BlobRow.size, BlobRow.data).execution_options(yield_per=100)
     ):
         count += 1
-        raw = bytes(data)
+        raw = as_bytes(data)
         if sha256_hex(raw) != digest or len(raw) != size:
             findings.add("changed", f"blob {digest[:16]}…", "its bytes do not match its address")
     return count
+
+
+def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
+    """Check one session: its chain, its head, its snapshots and their blocks.
+
+    Cheaper than :func:`verify_store` (which also checks the store chain and every blob), so
+    the inspector can show a per-session status without re-hashing the whole store.
+    """
+    findings = _Findings()
+    with store.read() as conn:
+        head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()
+        header = conn.exec(select(SessionRow).where(SessionRow.id == session_id)).first()
+        chain = _ChainState()
+        snapshot_events: dict[str, tuple[str, str]] = {}
+        rows = conn.exec(
+            select(EventRow).where(EventRow.session_id == session_id).order_by(EventRow.seq).execution_options(yield_per=500)
+        )
+        seen_any = False
+        for row in rows:
+            seen_any = True
+            _check_event(row, chain, findings, snapshot_events)
+        chains = {session_id: chain} if seen_any else {}
+        _check_sessions(
+            {session_id: header} if header else {}, {session_id: head} if head else {}, chains, findings
+        )
+        for snapshot_id, (recorded, record) in sorted(snapshot_events.items()):
+            row = conn.exec(select(SnapshotRow).where(SnapshotRow.id == snapshot_id)).first()
+            if row is None:
+                findings.add("deleted", f"snapshot {snapshot_id}", f"recorded by {record} but missing")
+                continue
+            body = as_bytes(row.body)
+            if sha256_hex(body) != row.hash or row.hash != recorded:
+                findings.add("changed", f"snapshot {snapshot_id}", "its bytes do not match the hash its event recorded")
+                continue
+            snapshot = AuditSnapshot.model_validate_json(body)
+            for item in snapshot.selected:
+                if text_hash(item.visible_text) != item.visible_text_hash:
+                    findings.add("changed", f"snapshot {snapshot_id} item {item.citation_id}", "visible text does not match its hash")
+            block = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == snapshot.projection.block_ref)).scalar()
+            if block is None or sha256_hex(as_bytes(block)) != snapshot.projection.block_ref:
+                findings.add("changed", f"snapshot {snapshot_id} block", "the context block is missing or altered")
+    return tuple(findings.problems)

@@ -1,0 +1,470 @@
+"""The read model: frozen views of the audit store, shaped by the inspector's screens.
+
+The inspector (and any other UI) reads only through this module: it never builds queries.
+Everything here is read-only (the store is opened with ``read_only=True``, so opening writes
+nothing, not even a journal); the two explicit user actions that write, recording a drift
+run, open a writable handle for that one transaction and say so.
+
+Lists are paged by key (``after=`` the last key of the previous page), never by offset, so a
+store with millions of candidate rows opens without loading them. Verify status is computed
+per session on demand and cached in this object, so the first screen never re-hashes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from sqlalchemy import func, or_, tuple_
+from sqlmodel import select
+
+from core.audit.drift import DriftReport, DriftRunSummary, compute_drift, list_drift_runs, load_drift_run
+from core.audit.replay import context_hash_of
+from core.clock import Clock, IdSource
+from core.audit.whynot import QueryKind, WhyNotAnswer, why_not
+from core.contracts import (
+    AuditSnapshot,
+    Pins,
+    RetrievalPlan,
+    RetrievalScope,
+    ScoreBreakdown,
+    TrimRange,
+    utc,
+)
+from core.errors import ScopelensError, UnknownIdError
+from core.hashing import sha256_hex, text_hash
+from core.store.store import Store, event_summary
+from core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
+from core.store.verify import verify_session
+from core.vocab import EventType, Stage
+
+RowT = TypeVar("RowT")
+VerifyState = Literal["pending", "ok", "problem"]
+
+
+@dataclass(frozen=True)
+class Page(Generic[RowT]):
+    """One page of a list, the total it is part of, and the key to ask for the next page."""
+
+    rows: tuple[RowT, ...]
+    total: int
+    next_after: tuple[Any, ...] | None
+
+    @property
+    def label(self) -> str:
+        return f"{len(self.rows)} of {self.total}"
+
+
+@dataclass(frozen=True)
+class VerifyStatus:
+    state: VerifyState
+    problems: tuple[str, ...] = ()
+
+    @property
+    def mark(self) -> str:
+        return {"pending": "…", "ok": "✓", "problem": "✗"}[self.state]
+
+
+@dataclass(frozen=True)
+class SessionView:
+    id: str
+    project: str
+    branch: str | None
+    title: str
+    agent: str
+    started: datetime
+    turns: int
+    events: int
+    snapshots: int
+    head_hash: str
+
+
+@dataclass(frozen=True)
+class EventView:
+    seq: int
+    turn: int
+    type: EventType
+    at: datetime
+    summary: str
+    text: str
+    snapshot_ids: tuple[str, ...] = ()
+    cited_ids: tuple[str, ...] = ()
+    context_hash: str | None = None
+    tool_output: str = ""
+
+
+@dataclass(frozen=True)
+class TurnView:
+    turn: int
+    events: tuple[EventView, ...]
+
+    @property
+    def snapshot_ids(self) -> tuple[str, ...]:
+        return tuple(i for e in self.events if e.type == EventType.RETRIEVAL_SNAPSHOT_CREATED for i in e.snapshot_ids)
+
+
+@dataclass(frozen=True)
+class ItemView:
+    citation_id: str
+    source_ref: str
+    path: str | None
+    lines: str
+    evidence_kind: str
+    trust: str
+    authority: str
+    label: str | None
+    selected_reason: str
+    visible_text: str
+    visible_text_hash: str
+    hash_ok: bool
+    trim_ranges: tuple[TrimRange, ...]
+    redaction_count: int
+    scores: ScoreBreakdown
+    rank: int
+    cited_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    ordinal: int
+    source_ref: str
+    path: str | None
+    source: str
+    stage: Stage
+    reason: str
+    from_probe: bool
+    rank: int | None
+    citation_id: str | None
+    scores: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class SnapshotView:
+    id: str
+    session_id: str
+    turn: int
+    created_at: datetime
+    content_hash: str
+    scope: RetrievalScope
+    plan: RetrievalPlan
+    pins: Pins
+    funnel: tuple[tuple[str, int], ...]
+    budget_line: str
+    items: tuple[ItemView, ...]
+    block: str
+    block_ok: bool
+    missing_evidence: tuple[str, ...]
+    response_citations: tuple[tuple[str, tuple[str, ...]], ...]
+    """(response event ref, cited ids) for the responses of this turn."""
+
+
+CANDIDATE_SORTS = ("ordinal", "final", "lexical", "anchor", "authority", "recency", "stage", "source_ref")
+
+
+@dataclass
+class ReadModel:
+    """Read-only access to one store for a UI. Close it when done."""
+
+    url: str
+    clock: Clock | None = None
+    """Clock and ids for the drift runs this read model records (tests fix them)."""
+    ids: IdSource | None = None
+    store: Store = field(init=False)
+    _verify: dict[str, VerifyStatus] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.store = Store.open(self.url, read_only=True)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------ sessions
+
+    def sessions(
+        self,
+        *,
+        text: str = "",
+        sort: Literal["started", "project", "turns", "snapshots"] = "started",
+        descending: bool = True,
+        after: tuple[Any, ...] | None = None,
+        limit: int = 200,
+    ) -> Page[SessionView]:
+        """A page of sessions, filtered by ``text`` (id, project, branch, title), paged by key."""
+        column = {
+            "started": SessionRow.created_at,
+            "project": SessionRow.project,
+            "turns": SessionHeadRow.last_turn,
+            "snapshots": SessionHeadRow.snapshot_count,
+        }[sort]
+        base = select(SessionRow, SessionHeadRow).join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
+        count = select(func.count()).select_from(SessionRow).join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
+        if text:
+            pattern = f"%{text.lower()}%"
+            condition = or_(
+                func.lower(SessionRow.id).like(pattern),
+                func.lower(SessionRow.project).like(pattern),
+                func.lower(func.coalesce(SessionRow.branch, "")).like(pattern),
+                func.lower(SessionRow.title).like(pattern),
+            )
+            base, count = base.where(condition), count.where(condition)
+        key = tuple_(column, SessionRow.id)
+        if after is not None:
+            base = base.where(key < tuple_(*after) if descending else key > tuple_(*after))
+        order = (column.desc(), SessionRow.id.desc()) if descending else (column, SessionRow.id)  # type: ignore[attr-defined]
+        with self.store.read() as conn:
+            rows = conn.exec(base.order_by(*order).limit(limit)).all()
+            total = int(conn.execute(count).scalar_one())
+        views = tuple(_session_view(s, h) for s, h in rows)
+        next_after = None
+        if len(rows) == limit:
+            last_session, last_head = rows[-1]
+            last_value = {"started": last_session.created_at, "project": last_session.project,
+                          "turns": last_head.last_turn, "snapshots": last_head.snapshot_count}[sort]
+            next_after = (last_value, last_session.id)
+        return Page(views, total, next_after)
+
+    def session(self, session_id: str) -> SessionView:
+        with self.store.read() as conn:
+            row = conn.exec(
+                select(SessionRow, SessionHeadRow)
+                .join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
+                .where(SessionRow.id == session_id)
+            ).first()
+        if row is None:
+            raise UnknownIdError(f"no session {session_id!r} in this store")
+        return _session_view(*row)
+
+    def verify_status(self, session_id: str, *, compute: bool = True) -> VerifyStatus:
+        """Cached per session; computed (hashing) only when asked, e.g. from a worker."""
+        cached = self._verify.get(session_id)
+        if cached is not None or not compute:
+            return cached or VerifyStatus("pending")
+        problems = verify_session(self.store, session_id)
+        status = VerifyStatus(
+            "problem" if problems else "ok", tuple(f"{p.kind}: {p.record}: {p.detail}" for p in problems)
+        )
+        self._verify[session_id] = status
+        return status
+
+    # ------------------------------------------------------------------ timeline
+
+    def timeline(self, session_id: str) -> tuple[TurnView, ...]:
+        events = self.store.events(session_id)
+        turns: dict[int, list[EventView]] = {}
+        for event in events:
+            payload = event.payload
+            turns.setdefault(event.turn, []).append(
+                EventView(
+                    seq=event.seq,
+                    turn=event.turn,
+                    type=event.type,
+                    at=event.created_at,
+                    summary=event_summary(event),
+                    text=str(payload.get("text", "")),
+                    snapshot_ids=tuple(payload.get("snapshot_ids", ()))
+                    or ((payload["snapshot_id"],) if "snapshot_id" in payload else ()),
+                    cited_ids=tuple(payload.get("cited_ids", ())),
+                    context_hash=payload.get("context_hash"),
+                    tool_output=str(payload.get("output_preview", "")),
+                )
+            )
+        return tuple(TurnView(turn, tuple(views)) for turn, views in sorted(turns.items()))
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self, snapshot_id: str) -> SnapshotView:
+        stored = self.store.get_snapshot(snapshot_id)
+        snapshot = stored.snapshot
+        try:
+            raw = self.store.get_blob(snapshot.projection.block_ref)
+        except UnknownIdError:
+            raw = b""
+        responses = self._responses(snapshot)
+        cited: dict[str, list[str]] = {}
+        for ref, ids in responses:
+            for citation_id in ids:
+                cited.setdefault(citation_id, []).append(ref)
+        items = tuple(
+            ItemView(
+                citation_id=i.citation_id,
+                source_ref=i.source_ref,
+                path=i.path,
+                lines=f"{i.line_start}-{i.line_end}" if i.line_start else "",
+                evidence_kind=i.evidence_kind.value,
+                trust=i.trust.value,
+                authority=i.authority.value,
+                label=i.label,
+                selected_reason=i.selected_reason,
+                visible_text=i.visible_text,
+                visible_text_hash=i.visible_text_hash,
+                hash_ok=text_hash(i.visible_text) == i.visible_text_hash,
+                trim_ranges=i.trim_ranges,
+                redaction_count=len(i.redactions),
+                scores=i.scores,
+                rank=i.rank,
+                cited_by=tuple(cited.get(i.citation_id, ())),
+            )
+            for i in snapshot.selected
+        )
+        return SnapshotView(
+            id=snapshot.id,
+            session_id=snapshot.session_id,
+            turn=snapshot.turn,
+            created_at=snapshot.created_at,
+            content_hash=stored.content_hash,
+            scope=snapshot.scope,
+            plan=snapshot.plan,
+            pins=snapshot.pins,
+            funnel=_funnel(snapshot),
+            budget_line=(f"{snapshot.budget.estimated_tokens} of {snapshot.budget.max_tokens} tokens, "
+                         f"{len(snapshot.selected)} of {snapshot.budget.max_items} items; {snapshot.budget.trimming_policy}"),
+            items=items,
+            block=raw.decode("utf-8", errors="replace"),
+            block_ok=sha256_hex(raw) == snapshot.projection.block_ref,
+            missing_evidence=tuple(k.value for k in snapshot.missing_evidence),
+            response_citations=tuple((ref, tuple(ids)) for ref, ids in responses),
+        )
+
+    def _responses(self, snapshot: AuditSnapshot) -> list[tuple[str, list[str]]]:
+        return [
+            (f"{e.session_id}#{e.seq}", list(e.payload.get("cited_ids", [])))
+            for e in self.store.events(snapshot.session_id)
+            if e.type == EventType.MODEL_RESPONSE and e.turn == snapshot.turn
+        ]
+
+    def candidates(
+        self,
+        snapshot_id: str,
+        *,
+        stage: Stage | None = None,
+        text: str = "",
+        sort: str = "ordinal",
+        descending: bool = False,
+        after: tuple[Any, ...] | None = None,
+        limit: int = 200,
+    ) -> Page[CandidateRow]:
+        """A page of a snapshot's candidates, from the store, at any size."""
+        if sort not in CANDIDATE_SORTS:
+            raise ScopelensError(f"cannot sort candidates by {sort!r}")
+        table = SnapshotCandidateRow
+        column = getattr(table, sort)
+        where = [table.snapshot_id == snapshot_id]
+        if stage is not None:
+            where.append(table.stage == stage.value)
+        if text:
+            pattern = f"%{text.lower()}%"
+            where.append(or_(func.lower(table.source_ref).like(pattern), func.lower(table.reason).like(pattern)))
+        ordered = func.coalesce(column, -1.0) if sort in ("final", "lexical", "anchor", "authority", "recency") else column
+        key = tuple_(ordered, table.ordinal)
+        statement = select(table).where(*where)
+        if after is not None:
+            statement = statement.where(key < tuple_(*after) if descending else key > tuple_(*after))
+        order = (ordered.desc(), table.ordinal.desc()) if descending else (ordered, table.ordinal)
+        with self.store.read() as conn:
+            rows = list(conn.exec(statement.order_by(*order).limit(limit)))
+            total = int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
+            if not rows and after is None and total == 0:
+                exists = conn.execute(select(SnapshotRow.id).where(SnapshotRow.id == snapshot_id)).scalar()
+                if exists is None:
+                    raise UnknownIdError(f"no snapshot {snapshot_id!r} in this store")
+        views = tuple(_candidate_row(r) for r in rows)
+        next_after = None
+        if len(rows) == limit:
+            last = rows[-1]
+            value = getattr(last, sort)
+            if sort in ("final", "lexical", "anchor", "authority", "recency") and value is None:
+                value = -1.0
+            next_after = (value, last.ordinal)
+        return Page(views, total, next_after)
+
+    # ------------------------------------------------------------------ drift & why-not
+
+    def drift_runs(self, snapshot_id: str) -> tuple[DriftRunSummary, ...]:
+        return tuple(list_drift_runs(self.store, snapshot_id))
+
+    def drift_run(self, run_id: str) -> DriftReport:
+        return load_drift_run(self.store, run_id)
+
+    def compute_drift(self, snapshot_id: str) -> tuple[DriftReport, bool]:
+        """Run drift now. Recorded when the store is writable; returns (report, recorded)."""
+        try:
+            with Store.open(self.url, clock=self.clock, ids=self.ids) as writable:
+                return compute_drift(writable, snapshot_id), True
+        except ScopelensError:
+            raise
+        except Exception:  # a read-only file or role: compute without recording
+            return compute_drift(self.store, snapshot_id, clock=self.clock, record=False), False
+
+    def why_not(self, snapshot_id: str, kind: QueryKind, value: str) -> WhyNotAnswer:
+        return why_not(self.store, snapshot_id, kind, value)
+
+    def snapshot_ids(self, session_id: str) -> tuple[str, ...]:
+        return tuple(i for turn in self.timeline(session_id) for i in turn.snapshot_ids)
+
+    def context_hash_ok(self, snapshot_ids: Sequence[str], recorded: str) -> bool:
+        blocks = []
+        for snapshot_id in snapshot_ids:
+            view = self.snapshot(snapshot_id)
+            blocks.append(view.block)
+        return context_hash_of(blocks) == recorded
+
+
+def _session_view(session: SessionRow, head: SessionHeadRow) -> SessionView:
+    return SessionView(
+        id=session.id,
+        project=session.project,
+        branch=session.branch,
+        title=session.title,
+        agent=session.agent,
+        started=utc(datetime.fromisoformat(session.created_at.replace("Z", "+00:00"))),
+        turns=head.last_turn,
+        events=head.head_seq + 1,
+        snapshots=head.snapshot_count,
+        head_hash=head.head_hash,
+    )
+
+
+def _candidate_row(row: SnapshotCandidateRow) -> CandidateRow:
+    return CandidateRow(
+        ordinal=row.ordinal,
+        source_ref=row.source_ref,
+        path=row.path,
+        source=row.source,
+        stage=Stage(row.stage),
+        reason=row.reason,
+        from_probe=bool(row.from_probe),
+        rank=row.rank,
+        citation_id=row.citation_id,
+        scores={name: getattr(row, name) for name in ("lexical", "anchor", "authority", "recency", "scope",
+                                                       "actionability", "diversity", "final")},
+    )
+
+
+def _funnel(snapshot: AuditSnapshot) -> tuple[tuple[str, int], ...]:
+    recalled = sum(count for stage, count in snapshot.stats.items()) - sum(
+        1 for r in snapshot.rejected if r.from_probe
+    )
+    rows: list[tuple[str, int]] = [("recalled", recalled)]
+    rows += [(stage.value, snapshot.stats.get(stage, 0)) for stage in Stage if stage not in (Stage.NOT_RECALLED, Stage.CITED)]
+    return tuple(rows)
+
+
+def dumps_scope(scope: RetrievalScope) -> str:
+    """The scope as indented JSON, for display."""
+    return json.dumps(scope.model_dump(mode="json"), indent=2, ensure_ascii=False)
+
+
+def store_label(url: str) -> str:
+    """A store as a UI header shows it: a SQLite file by name, other URLs without password."""
+    from sqlalchemy.engine import make_url
+
+    from core.store.engine import normalise_url, sqlite_path_of
+
+    normalised = normalise_url(url)
+    path = sqlite_path_of(normalised)
+    if path is not None:
+        return path.name
+    return make_url(normalised).render_as_string(hide_password=True)

@@ -1,0 +1,74 @@
+"""Every key binding and command of the inspector, declared once.
+
+Footer bindings, the command palette and the help screen are all derived from
+:data:`ACTIONS`, so a key cannot be in the footer but missing from help, or the reverse.
+Each action has an id (so users can remap keys), a tooltip, and a palette title
+``noun: verb``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str
+    key: str
+    action: str
+    description: str
+    tooltip: str
+    title: str
+    """Command palette title, ``noun: verb``."""
+    scope: str
+    """``app`` or the name of the screen the action belongs to."""
+    show: bool = True
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("app.help", "question_mark", "app.open_help", "Help", "Every key and command", "help: show", "app"),
+    Action("app.theme", "ctrl+t", "app.toggle_theme", "Theme", "Switch light/dark theme", "theme: toggle", "app"),
+    Action("app.quit", "q", "app.quit", "Quit", "Leave the inspector", "inspector: quit", "app"),
+    Action("app.back", "escape", "app.back", "Back", "Back to the previous screen", "screen: back", "app"),
+    Action("sessions.open", "enter", "open_session", "Open", "Open the highlighted session's timeline", "session: open", "sessions"),
+    Action("sessions.filter", "slash", "focus_filter", "Filter", "Filter sessions as you type", "sessions: filter", "sessions"),
+    Action("sessions.sort", "s", "cycle_sort", "Sort", "Sort by the next column", "sessions: sort", "sessions"),
+    Action("sessions.reverse", "r", "reverse_sort", "Reverse", "Reverse the sort order", "sessions: reverse order", "sessions"),
+    Action("sessions.more", "m", "load_more", "More", "Load the next page of sessions", "sessions: load more", "sessions"),
+    Action("sessions.copy", "c", "copy_id", "Copy id", "Copy the highlighted session id", "session: copy id", "sessions"),
+    Action("timeline.next", "n", "next_turn", "Next turn", "Move to the next turn", "turn: next", "timeline"),
+    Action("timeline.prev", "p", "prev_turn", "Prev turn", "Move to the previous turn", "turn: previous", "timeline"),
+    Action("timeline.open", "enter", "open_snapshot", "Snapshot", "Open the snapshot of the highlighted event", "snapshot: open", "timeline"),
+    Action("timeline.drift", "d", "session_drift", "Drift", "Drift of every snapshot in this session", "session: drift", "timeline"),
+    Action("timeline.copy", "c", "copy_id", "Copy id", "Copy the session id", "session: copy id", "timeline"),
+    Action("snapshot.drift", "d", "drift", "Drift", "Compare this snapshot with today's index", "snapshot: drift", "snapshot"),
+    Action("snapshot.whynot", "w", "why_not", "Why not?", "Ask where a path, symbol or text dropped out", "snapshot: why not", "snapshot"),
+    Action("snapshot.jump", "j", "jump", "Jump", "Follow the highlighted citation to its item", "citation: jump to item", "snapshot"),
+    Action("snapshot.more", "m", "load_more", "More", "Load the next page of candidates", "candidates: load more", "snapshot"),
+    Action("snapshot.sort", "s", "cycle_sort", "Sort", "Sort candidates by the next column", "candidates: sort", "snapshot"),
+    Action("snapshot.copy", "c", "copy_id", "Copy id", "Copy the snapshot id", "snapshot: copy id", "snapshot"),
+    *(
+        Action(f"snapshot.tab.{name}", key, f"show_tab('{name}')", name.title(), f"Show the {name} tab",
+               f"tab: {name}", "snapshot", show=False)
+        for key, name in zip(("1", "2", "3", "4", "5", "6"),
+                             ("scope", "plan", "funnel", "candidates", "evidence", "citations"))
+    ),
+    Action("drift.compute", "r", "compute", "Run drift", "Re-run the recorded plan against today's index", "drift: run", "drift"),
+    Action("drift.diff", "enter", "show_diff", "Diff", "Show the diff of the highlighted item", "drift: show diff", "drift"),
+    Action("whynot.ask", "enter", "ask", "Ask", "Answer for the typed path, symbol or text", "why-not: ask", "whynot", show=False),
+)
+
+def bindings_for(scope: str) -> list[Binding]:
+    """The footer bindings of one screen (or of the app)."""
+    return [
+        Binding(a.key, a.action.removeprefix("app.") if scope == "app" else a.action, a.description,
+                show=a.show, tooltip=a.tooltip, id=a.id)
+        for a in ACTIONS
+        if a.scope == scope
+    ]
+
+
+def actions_for(scope: str) -> list[Action]:
+    return [a for a in ACTIONS if a.scope in (scope, "app")]

@@ -1,0 +1,97 @@
+"""The scopelens inspector: walk recorded sessions, snapshots, drift and why-not.
+
+Build it with :func:`make_app`; tests build it the same way over the sample sessions.
+The app reads only through :class:`core.readmodel.ReadModel` and never writes to the store,
+except when the user explicitly runs drift (which records the run).
+"""
+
+from __future__ import annotations
+
+from textual.app import App
+from textual.binding import Binding
+
+from core.clock import Clock, IdSource
+from core.errors import ScopelensError
+from core.readmodel import ReadModel, store_label
+from inspector.actions import bindings_for
+from inspector.commands import ActionCommands
+from inspector.screens.error import StoreErrorScreen
+from inspector.screens.help import HelpScreen
+from inspector.screens.sessions import SessionsScreen
+
+
+class InspectorApp(App[None]):
+    """Inspector over one audit store."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "scopelens inspector"
+    COMMANDS = App.COMMANDS | {ActionCommands}
+    BINDINGS: list[Binding] = bindings_for("app")  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        store_url: str,
+        *,
+        cursor_blink: bool = True,
+        theme: str = "textual-dark",
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> None:
+        super().__init__()
+        self.store_url = store_url
+        self.clock = clock
+        self.ids = ids
+        self.cursor_blink = cursor_blink
+        self._initial_theme = theme
+        self.read_model: ReadModel | None = None
+        self.open_error: str | None = None
+
+    def on_mount(self) -> None:
+        self.theme = self._initial_theme
+        self.sub_title = store_label(self.store_url)
+        try:
+            self.read_model = ReadModel(self.store_url, clock=self.clock, ids=self.ids)
+        except ScopelensError as exc:
+            self.open_error = str(exc)
+            self.push_screen(StoreErrorScreen(str(exc)))
+            return
+        self.push_screen(SessionsScreen())
+
+    def on_unmount(self) -> None:
+        if self.read_model is not None:
+            self.read_model.close()
+
+    @property
+    def model(self) -> ReadModel:
+        assert self.read_model is not None
+        return self.read_model
+
+    def action_open_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    def action_back(self) -> None:
+        if len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def copy_id(self, value: str) -> None:
+        self.copy_to_clipboard(value)
+        self.notify(f"copied {value}", timeout=2)
+
+
+def make_app(
+    store_url: str,
+    *,
+    cursor_blink: bool = True,
+    theme: str = "textual-dark",
+    clock: Clock | None = None,
+    ids: IdSource | None = None,
+) -> InspectorApp:
+    """The inspector over ``store_url`` (a path or a SQLAlchemy URL).
+
+    Tests pass ``cursor_blink=False`` and a fixed ``clock``/``ids`` for deterministic output.
+    """
+    return InspectorApp(store_url, cursor_blink=cursor_blink, theme=theme, clock=clock, ids=ids)

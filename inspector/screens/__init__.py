@@ -1,0 +1,1 @@
+"""Screens of the inspector, one per module, each with its .tcss beside it."""

@@ -1,0 +1,209 @@
+"""Drift: the frozen snapshot against today's search, side by side and classified."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
+
+from core.audit.drift import DriftReport, DriftRunSummary
+from core.vocab import DriftClass
+from inspector.actions import bindings_for
+
+CLASS_MARK = {
+    DriftClass.UNCHANGED: "=",
+    DriftClass.MOVED: "↕",
+    DriftClass.CONTENT_CHANGED: "Δ",
+    DriftClass.ADDED: "+",
+    DriftClass.REMOVED: "−",
+}
+
+
+class DriftScreen(Screen[None]):
+    """Run drift in a worker; list past runs; a content-changed item opens its diff."""
+
+    SCOPE = "drift"
+    CSS_PATH = "drift.tcss"
+    BINDINGS = bindings_for("drift")
+
+    class Computed(Message):
+        def __init__(self, report: DriftReport, recorded: bool) -> None:
+            super().__init__()
+            self.report = report
+            self.recorded = recorded
+
+    class RunsLoaded(Message):
+        def __init__(self, runs: tuple[DriftRunSummary, ...], latest: DriftReport | None) -> None:
+            super().__init__()
+            self.runs = runs
+            self.latest = latest
+
+    def __init__(self, snapshot_id: str) -> None:
+        super().__init__()
+        self.snapshot_id = snapshot_id
+        self.report: DriftReport | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(f"drift of snapshot {self.snapshot_id}", id="drift-title", markup=False)
+        yield ProgressBar(total=None, show_eta=False, id="drift-progress")
+        with Horizontal(id="drift-body"):
+            yield DataTable(id="drift-table", cursor_type="row")
+            yield Static("", id="drift-diff", markup=False)
+        yield Static("Past runs:", id="runs-label")
+        yield DataTable(id="runs-table", cursor_type="row")
+        yield Static("", id="drift-status", classes="status-line", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#drift-table", DataTable).add_columns("", "class", "frozen", "today", "source_ref", "note")
+        self.query_one("#runs-table", DataTable).add_columns("run", "at", "index", "summary")
+        self.query_one("#drift-progress").display = False
+        self.query_one("#drift-table", DataTable).focus()
+        self.load_runs()
+
+    @work(thread=True, exclusive=True, group="drift-runs")
+    def load_runs(self) -> None:
+        model = self.app.model  # type: ignore[attr-defined]
+        runs = model.drift_runs(self.snapshot_id)
+        latest = model.drift_run(runs[-1].id) if runs else None
+        self.post_message(self.RunsLoaded(runs, latest))
+
+    @on(RunsLoaded)
+    def show_runs(self, message: RunsLoaded) -> None:
+        table = self.query_one("#runs-table", DataTable)
+        table.clear()
+        for run in reversed(message.runs):
+            table.add_row(run.id, run.created_at[:19].replace("T", " "), run.index_version, run.summary)
+        if message.latest is not None and self.report is None:
+            self.show_report(message.latest, note="latest recorded run")
+        elif message.latest is None:
+            self.query_one("#drift-status", Static).update("No drift run yet. Press r to compare with today's index.")
+
+    def action_compute(self) -> None:
+        self.query_one("#drift-progress").display = True
+        self.query_one("#drift-status", Static).update("re-running the recorded plan against today's index…")
+        self.compute()
+
+    @work(thread=True, exclusive=True, group="drift")
+    def compute(self) -> None:
+        report, recorded = self.app.model.compute_drift(self.snapshot_id)  # type: ignore[attr-defined]
+        self.post_message(self.Computed(report, recorded))
+
+    @on(Computed)
+    def computed(self, message: Computed) -> None:
+        self.query_one("#drift-progress").display = False
+        self.show_report(message.report, note="recorded" if message.recorded else "not recorded (read-only store)")
+        self.load_runs()
+
+    def show_report(self, report: DriftReport, note: str) -> None:
+        self.report = report
+        changes = [n for n, flag in (("engine", report.engine_changed), ("config", report.config_changed),
+                                     ("index", report.index_changed)) if flag]
+        self.query_one("#drift-title", Static).update(
+            f"drift of snapshot {self.snapshot_id}: index {report.index_version_then} → {report.index_version_now} · "
+            f"changed: {', '.join(changes) or 'nothing'}"
+        )
+        table = self.query_one("#drift-table", DataTable)
+        table.clear()
+        for index, item in enumerate(report.items):
+            note_text = item.reason or ""
+            if item.stage_today:
+                note_text = f"now {item.stage_today.value}: {note_text}"
+            table.add_row(CLASS_MARK[item.drift_class], item.drift_class.value,
+                          f"#{item.frozen_rank}" if item.frozen_rank else "-",
+                          f"#{item.today_rank}" if item.today_rank else "-", item.source_ref, note_text, key=str(index))
+        self.query_one("#drift-status", Static).update(f"{report.id} ({note}) · {report.summary()}")
+        self._show_diff()
+
+    @on(DataTable.RowHighlighted, "#drift-table")
+    def highlighted(self) -> None:
+        self._show_diff()
+
+    @on(DataTable.RowSelected, "#drift-table")
+    def selected(self) -> None:
+        self.action_show_diff()
+
+    def _show_diff(self) -> None:
+        diff = self.query_one("#drift-diff", Static)
+        if self.report is None or not self.report.items:
+            diff.update("")
+            return
+        row = self.query_one("#drift-table", DataTable).cursor_row
+        item = self.report.items[min(row, len(self.report.items) - 1)]
+        if item.drift_class == DriftClass.CONTENT_CHANGED and item.diff:
+            diff.update(item.diff)
+        else:
+            diff.update(f"{item.drift_class.value}: {item.source_ref}\n{item.reason or ''}")
+
+    def action_show_diff(self) -> None:
+        self._show_diff()
+        self.query_one("#drift-diff", Static).focus()
+
+
+class SessionDriftScreen(Screen[None]):
+    """Drift per snapshot of a whole session, computed in a worker with progress."""
+
+    SCOPE = "drift"
+    CSS_PATH = "drift.tcss"
+    BINDINGS = bindings_for("drift")
+
+    class Progressed(Message):
+        def __init__(self, done: int, total: int, report: DriftReport) -> None:
+            super().__init__()
+            self.done = done
+            self.total = total
+            self.report = report
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(f"drift of every snapshot in session {self.session_id}", id="drift-title")
+        yield ProgressBar(total=None, show_eta=False, id="drift-progress")
+        yield DataTable(id="session-drift-table", cursor_type="row")
+        yield Static("Press r to run drift for every snapshot of this session.", id="drift-status", classes="status-line")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns("snapshot", "index then → now", "summary")
+        self.query_one("#drift-progress").display = False
+        self.query_one(DataTable).focus()
+
+    def action_compute(self) -> None:
+        self.query_one(DataTable).clear()
+        self.query_one("#drift-progress").display = True
+        self.compute()
+
+    @work(thread=True, exclusive=True)
+    def compute(self) -> None:
+        model = self.app.model  # type: ignore[attr-defined]
+        snapshot_ids = model.snapshot_ids(self.session_id)
+        for done, snapshot_id in enumerate(snapshot_ids, start=1):
+            report, _recorded = model.compute_drift(snapshot_id)
+            self.post_message(self.Progressed(done, len(snapshot_ids), report))
+
+    @on(Progressed)
+    def progressed(self, message: Progressed) -> None:
+        bar = self.query_one("#drift-progress", ProgressBar)
+        bar.update(total=message.total, progress=message.done)
+        report = message.report
+        self.query_one(DataTable).add_row(report.snapshot_id, f"{report.index_version_then} → {report.index_version_now}",
+                                          report.summary(), key=report.snapshot_id)
+        self.query_one("#drift-status", Static).update(f"{message.done} of {message.total} snapshots compared")
+        if message.done == message.total:
+            bar.display = False
+
+    @on(DataTable.RowSelected, "#session-drift-table")
+    def open_snapshot_drift(self, event: DataTable.RowSelected) -> None:
+        self.app.push_screen(DriftScreen(str(event.row_key.value)))
+
+    def action_show_diff(self) -> None:
+        table = self.query_one(DataTable)
+        if table.row_count:
+            self.app.push_screen(DriftScreen(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)))

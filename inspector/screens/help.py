@@ -1,0 +1,33 @@
+"""Every key and command, derived from the actions registry."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from inspector.actions import ACTIONS, bindings_for
+
+KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter"}
+
+
+class HelpScreen(Screen[None]):
+    """Keys per screen, with their command palette titles (ctrl+p opens the palette)."""
+
+    SCOPE = "help"
+    CSS_PATH = "help.tcss"
+    BINDINGS = bindings_for("help")
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Keys and commands. Every command is also in the palette (ctrl+p).", id="help-intro")
+        yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("where", "key", "command", "what it does")
+        for action in ACTIONS:
+            table.add_row(action.scope, KEY_NAMES.get(action.key, action.key), action.title, action.tooltip)
+        table.add_row("app", "ctrl+p", "palette: open", "Search every command")
+        table.focus()

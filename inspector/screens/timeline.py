@@ -1,0 +1,171 @@
+"""A session, turn by turn: every event, with the snapshot and citation facts it carries."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from core.readmodel import SessionView, TurnView, VerifyStatus
+from core.vocab import EventType
+from inspector.actions import bindings_for
+
+ICONS = {
+    EventType.SESSION_STARTED: "●",
+    EventType.USER_MESSAGE: "»",
+    EventType.MODEL_REQUEST: "→",
+    EventType.MODEL_RESPONSE: "←",
+    EventType.TOOL_STARTED: "⚙",
+    EventType.TOOL_FINISHED: "⚙",
+    EventType.RETRIEVAL_SNAPSHOT_CREATED: "▣",
+}
+
+
+class TimelineScreen(Screen[None]):
+    """Events grouped by turn; n/p jump between turns; enter opens a snapshot."""
+
+    SCOPE = "timeline"
+    CSS_PATH = "timeline.tcss"
+    BINDINGS = bindings_for("timeline")
+
+    class Loaded(Message):
+        def __init__(self, session: SessionView, turns: tuple[TurnView, ...], status: VerifyStatus) -> None:
+            super().__init__()
+            self.session = session
+            self.turns = turns
+            self.status = status
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.turns: tuple[TurnView, ...] = ()
+        self.rows: list[tuple[int, int]] = []  # (turn, seq) per table row
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(f"session {self.session_id}", id="timeline-title", markup=False)
+        with Horizontal(id="timeline-body"):
+            yield DataTable(id="events", cursor_type="row")
+            yield Static("", id="event-detail", markup=False)
+        yield Static("loading…", id="timeline-status", classes="status-line", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("turn", key="turn", width=4)
+        table.add_column("#", key="seq", width=4)
+        table.add_column("event", key="type")
+        table.add_column("summary", key="summary")
+        table.focus()
+        self.load()
+
+    @work(thread=True, exclusive=True)
+    def load(self) -> None:
+        model = self.app.model  # type: ignore[attr-defined]
+        self.post_message(self.Loaded(model.session(self.session_id), model.timeline(self.session_id),
+                                      model.verify_status(self.session_id)))
+
+    @on(Loaded)
+    def show(self, message: Loaded) -> None:
+        self.turns = message.turns
+        session = message.session
+        mark = message.status.mark
+        self.query_one("#timeline-title", Static).update(
+            f"{mark} session {session.id} · project {session.project} · branch {session.branch or '-'} · {session.title}"
+        )
+        if message.status.state == "problem":
+            self.query_one("#timeline-title", Static).add_class("bad-mark")
+        table = self.query_one(DataTable)
+        table.clear()
+        self.rows = []
+        for turn in self.turns:
+            for event in turn.events:
+                table.add_row(str(turn.turn), str(event.seq), f"{ICONS[event.type]} {event.type.value}",
+                              event.summary, key=f"{event.seq}")
+                self.rows.append((turn.turn, event.seq))
+        problems = "; ".join(message.status.problems[:2])
+        self.query_one("#timeline-status", Static).update(
+            f"{len(self.turns)} turns · {len(self.rows)} events · verify {message.status.state}"
+            + (f": {problems}" if problems else "")
+        )
+        self._show_detail()
+
+    def _event_at_cursor(self):  # type: ignore[no-untyped-def]
+        table = self.query_one(DataTable)
+        if not self.rows:
+            return None
+        turn_number, seq = self.rows[min(table.cursor_row, len(self.rows) - 1)]
+        for turn in self.turns:
+            for event in turn.events:
+                if event.seq == seq:
+                    return event
+        return None
+
+    @on(DataTable.RowHighlighted, "#events")
+    def highlighted(self) -> None:
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        event = self._event_at_cursor()
+        detail = self.query_one("#event-detail", Static)
+        if event is None:
+            detail.update("This session has no events.")
+            return
+        lines = [f"{event.type.value}  #{event.seq}  turn {event.turn}", event.at.strftime("%Y-%m-%d %H:%M:%S UTC"), ""]
+        if event.text:
+            lines += [event.text, ""]
+        if event.snapshot_ids:
+            lines.append("snapshots: " + ", ".join(event.snapshot_ids) + "  (enter opens)")
+        if event.context_hash:
+            lines.append(f"context hash: {event.context_hash[:16]}…")
+        if event.cited_ids:
+            lines.append("cites: " + ", ".join(event.cited_ids))
+        if event.tool_output:
+            lines += ["output:", event.tool_output[:600]]
+        detail.update("\n".join(lines))
+
+    def _move_turn(self, step: int) -> None:
+        if not self.rows:
+            return
+        table = self.query_one(DataTable)
+        current_turn = self.rows[table.cursor_row][0]
+        turns = sorted({t for t, _ in self.rows})
+        index = turns.index(current_turn) + step
+        if 0 <= index < len(turns):
+            target = next(i for i, (t, _) in enumerate(self.rows) if t == turns[index])
+            table.move_cursor(row=target)
+
+    def action_next_turn(self) -> None:
+        self._move_turn(1)
+
+    def action_prev_turn(self) -> None:
+        self._move_turn(-1)
+
+    @on(DataTable.RowSelected, "#events")
+    def selected(self) -> None:
+        self.action_open_snapshot()
+
+    def action_open_snapshot(self) -> None:
+        event = self._event_at_cursor()
+        if event is None:
+            return
+        snapshot_ids = event.snapshot_ids or next(
+            (t.snapshot_ids for t in self.turns if t.turn == event.turn and t.snapshot_ids), ()
+        )
+        if not snapshot_ids:
+            self.notify("No snapshot in this turn.", timeout=3)
+            return
+        from inspector.screens.snapshot import SnapshotScreen
+
+        self.app.push_screen(SnapshotScreen(snapshot_ids[0]))
+
+    def action_session_drift(self) -> None:
+        from inspector.screens.drift import SessionDriftScreen
+
+        self.app.push_screen(SessionDriftScreen(self.session_id))
+
+    def action_copy_id(self) -> None:
+        self.app.copy_id(self.session_id)  # type: ignore[attr-defined]

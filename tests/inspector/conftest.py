@@ -1,0 +1,63 @@
+"""Inspector tests run over the sample sessions, recorded once per test session, deterministically."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import shutil
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from core.clock import SequentialIds, SteppingClock
+from core.record.recorder import record_scripts
+from inspector.app import InspectorApp, make_app
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
+DRIFT_CLOCK_START = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="session")
+def sample_store_master(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("samples")
+    db = directory / "samples.db"
+    (directory / "work").mkdir()
+    record_scripts(sorted(SAMPLES.glob("*/script.json")), db=str(db), workdir=directory / "work")
+    return db
+
+
+@pytest.fixture
+def sample_store(sample_store_master, tmp_path) -> Path:
+    """A private copy of the sample store (drift runs write to it)."""
+    copy = tmp_path / "store" / "samples.db"
+    copy.parent.mkdir()
+    shutil.copy2(sample_store_master, copy)
+    return copy
+
+
+def build_app(db: Path, theme: str = "textual-dark") -> InspectorApp:
+    return make_app(
+        str(db),
+        cursor_blink=False,
+        theme=theme,
+        clock=SteppingClock(DRIFT_CLOCK_START, timedelta(seconds=1)),
+        ids=SequentialIds("ui"),
+    )
+
+
+async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
+    """Wait for every worker and the messages they posted (never sleep)."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):  # type: ignore[no-untyped-def]
+    """Run ``async def`` tests with asyncio.run (no async plugin needed for Pilot flows)."""
+    if inspect.iscoroutinefunction(pyfuncitem.obj):
+        names = pyfuncitem._fixtureinfo.argnames
+        asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
+        return True
+    return None

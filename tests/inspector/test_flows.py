@@ -1,0 +1,164 @@
+"""Pilot flows: what a person does in the inspector, driven with run_test()."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from textual.widgets import DataTable, Input, Static, TabbedContent
+
+from core.contracts import RetrievalBudget, RetrievalScope
+from inspector.screens.drift import DriftScreen
+from inspector.screens.sessions import SessionsScreen
+from inspector.screens.snapshot import SnapshotScreen
+from inspector.screens.timeline import TimelineScreen
+from inspector.screens.whynot import WhyNotScreen
+from tests.inspector.conftest import build_app, settle
+from tests.pipeline.test_seed_seven import FIX_TEST
+from tests.support.workspaces import AUTH_FILES, Lab
+
+
+def row_key(table: DataTable) -> str:
+    return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+
+async def test_open_session_walk_to_turn_3_open_snapshot_and_jump_from_citation(sample_store):
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        sessions = app.screen.query_one(DataTable)
+        while row_key(sessions) != "s-auth-role-mock-0001":
+            await pilot.press("down")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, TimelineScreen)
+        timeline = app.screen
+        for _ in range(3):
+            await pilot.press("n")
+        assert timeline.rows[timeline.query_one(DataTable).cursor_row][0] == 3
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, SnapshotScreen)
+        snapshot = app.screen
+        assert snapshot.view is not None and snapshot.view.turn == 3
+        await pilot.press("6")
+        await settle(pilot)
+        citations = snapshot.query_one("#citation-table", DataTable)
+        citations.focus()
+        await pilot.press("down")
+        target = row_key(citations)
+        await pilot.press("j")
+        await settle(pilot)
+        assert snapshot.query_one(TabbedContent).active == "evidence"
+        assert row_key(snapshot.query_one("#item-table", DataTable)) == target
+        header = str(snapshot.query_one("#evidence-header", Static).render())
+        assert target in header
+
+
+async def test_compute_drift_after_a_workspace_change_and_see_the_diff(sample_store):
+    with sqlite3.connect(sample_store) as conn:
+        snapshot_id = conn.execute(
+            "SELECT id FROM snapshots WHERE session_id='s-auth-role-mock-0001' ORDER BY turn, id LIMIT 1"
+        ).fetchone()[0]
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(DriftScreen(snapshot_id))
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        screen = app.screen
+        assert screen.report is not None
+        classes = [item.drift_class.value for item in screen.report.items]
+        assert "content-changed" in classes
+        table = screen.query_one("#drift-table", DataTable)
+        table.move_cursor(row=classes.index("content-changed"))
+        await pilot.press("enter")
+        await settle(pilot)
+        diff = str(screen.query_one("#drift-diff", Static).render())
+        assert diff.startswith("---") and "\n+" in diff and "\n-" in diff
+        runs = screen.query_one("#runs-table", DataTable)
+        assert runs.row_count >= 1
+
+
+async def test_why_not_on_an_out_of_scope_path_and_a_trimmed_away_line(tmp_path):
+    lab = Lab(tmp_path)
+    filler = "".join(f"Paragraph {n}: role guidance in general prose.\n" for n in range(50))
+    doc = "# Mock roles\n\nexpected role admin received undefined: see below.\n" + filler + "Never change the production default role.\n"
+    lab.index(lab.workspace("a", dict(AUTH_FILES, **{"docs/mock-roles.md": doc})), "alpha")
+    lab.index(lab.workspace("b", {"docs/beta.md": "# Beta\n\nexpected role admin received undefined beta\n"}), "beta")
+    observation = lab.retriever().retrieve(FIX_TEST, RetrievalScope(project="alpha", budget=RetrievalBudget(max_tokens=420)))
+    lab.close()
+    app = build_app(tmp_path / "lab.db")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(WhyNotScreen(observation.snapshot_id))
+        await settle(pilot)
+        await pilot.press(*"docs/beta.md", "enter")
+        await settle(pilot)
+        answer = str(app.screen.query_one("#whynot-answer", Static).render())
+        assert answer.startswith("stage: out-of-scope") and "project beta" in answer
+        app.screen.query_one(Input).value = ""
+        await pilot.click("#kind-text")
+        app.screen.query_one(Input).focus()
+        await pilot.press(*"Never change the production default role", "enter")
+        await settle(pilot)
+        answer = str(app.screen.query_one("#whynot-answer", Static).render())
+        assert answer.startswith("stage: trimmed-away") and "trimmed: lines" in answer
+
+
+async def test_a_tampered_store_shows_a_red_mark_and_the_problem(sample_store):
+    with sqlite3.connect(sample_store) as conn:
+        conn.execute("DROP TRIGGER events_no_update")
+        body = conn.execute("SELECT body FROM events WHERE session_id='s-auth-role-mock-0001' AND seq=1").fetchone()[0]
+        forged = bytes(body).replace(b'"text":"', b'"text":"(edited) ', 1)
+        assert forged != bytes(body)
+        conn.execute("UPDATE events SET body=? WHERE session_id='s-auth-role-mock-0001' AND seq=1", (forged,))
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen)
+        table = app.screen.query_one(DataTable)
+        marks = {key.value: table.get_cell(key, "verify") for key in table.rows}
+        assert marks["s-auth-role-mock-0001"] == "✗"
+        assert marks["s-billing-cents-time-0001"] == "✓"
+        app.push_screen(TimelineScreen("s-auth-role-mock-0001"))
+        await settle(pilot)
+        status = str(app.screen.query_one("#timeline-status", Static).render())
+        assert "verify problem" in status and "changed: event s-auth-role-mock-0001#" in status
+
+
+async def test_filter_sort_and_empty_states(sample_store, tmp_path):
+    app = build_app(sample_store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"billing")
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        assert [k.value for k in table.rows] == ["s-billing-cents-time-0001"]
+        await pilot.press(*"-nothing-matches")
+        await settle(pilot)
+        assert table.row_count == 0
+        assert "No sessions match" in str(app.screen.query_one("#sessions-empty", Static).render())
+        app.screen.query_one(Input).value = ""
+        await settle(pilot)
+        table.focus()
+        await pilot.press("s")
+        await settle(pilot)
+        assert app.screen.sort == "project"
+        assert "sorted by project" in str(app.screen.query_one("#sessions-status", Static).render())
+
+
+async def test_every_action_is_in_the_palette_and_bindings_have_ids_and_tooltips(sample_store):
+    from inspector.actions import ACTIONS
+
+    assert all(a.id and a.tooltip and ": " in a.title for a in ACTIONS)
+    assert len({a.id for a in ACTIONS}) == len(ACTIONS)
+    app = build_app(sample_store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+t")
+        assert app.theme == "textual-light"
+        await pilot.press("question_mark")
+        await settle(pilot)
+        help_table = app.screen.query_one(DataTable)
+        assert help_table.row_count == len(ACTIONS) + 1  # plus the built-in palette key

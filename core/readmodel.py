@@ -36,6 +36,7 @@ from core.contracts import (
 )
 from core.errors import ScopelensError, UnknownIdError
 from core.hashing import sha256_hex, text_hash
+from core.store.engine import display_url
 from core.store.store import Store, event_summary
 from core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
 from core.store.verify import verify_session
@@ -459,12 +460,4 @@ def dumps_scope(scope: RetrievalScope) -> str:
 
 def store_label(url: str) -> str:
     """A store as a UI header shows it: a SQLite file by name, other URLs without password."""
-    from sqlalchemy.engine import make_url
-
-    from core.store.engine import normalise_url, sqlite_path_of
-
-    normalised = normalise_url(url)
-    path = sqlite_path_of(normalised)
-    if path is not None:
-        return path.name
-    return make_url(normalised).render_as_string(hide_password=True)
+    return display_url(url, name_only=True)

@@ -50,6 +50,16 @@ def normalise_url(url_or_path: str) -> str:
     return url_or_path
 
 
+def display_url(url: str, *, name_only: bool = False) -> str:
+    """A store for messages and headers: its SQLite file (or just its name), or the URL
+    without its password."""
+    url = normalise_url(url)
+    path = sqlite_path_of(url)
+    if path is not None:
+        return path.name if name_only else str(path)
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def make_engine(url: str, *, read_only: bool = False) -> Engine:
     """Create an engine for ``url`` with the locking and read-only rules above."""
     try:

@@ -45,7 +45,7 @@ from core.errors import (
     UnknownIdError,
 )
 from core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
-from core.store.engine import make_engine, normalise_url, sqlite_path_of
+from core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
 from core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
 from core.store.tables import (
     BlobRow,
@@ -149,11 +149,11 @@ class Store:
             raise
         except OperationalError as exc:
             engine.dispose()
-            raise StoreUnavailableError(f"cannot open store {_display(url)}: {_first_line(exc)}") from None
+            raise StoreUnavailableError(f"cannot open store {display_url(url)}: {_first_line(exc)}") from None
         except DBAPIError as exc:
             engine.dispose()
             raise NotAScopelensStoreError(
-                f"{_display(url)} is not a readable scopelens store: {_first_line(exc)}"
+                f"{display_url(url)} is not a readable scopelens store: {_first_line(exc)}"
             ) from None
         return store
 
@@ -171,32 +171,32 @@ class Store:
             tables = set(inspect(conn).get_table_names())
         if not tables:
             if not create or self.read_only:
-                raise NotAScopelensStoreError(f"{_display(self.url)} is an empty database, not a scopelens store")
+                raise NotAScopelensStoreError(f"{display_url(self.url)} is an empty database, not a scopelens store")
             self._migrate()
             return
         if "scopelens_meta" not in tables or "scopelens_migrations" not in tables:
             listed = ", ".join(sorted(tables)[:5])
             raise NotAScopelensStoreError(
-                f"{_display(self.url)} is a database but not a scopelens store (it has tables: {listed})"
+                f"{display_url(self.url)} is a database but not a scopelens store (it has tables: {listed})"
             )
         with self.engine.connect() as conn:
             app = conn.execute(select(MetaRow.value).where(MetaRow.key == "app")).scalar()
             applied = [row.name for row in conn.execute(select(MigrationRow.name).order_by(MigrationRow.ordinal))]
         if app != APP_ID:
-            raise NotAScopelensStoreError(f"{_display(self.url)} is not a scopelens store (app id {app!r})")
+            raise NotAScopelensStoreError(f"{display_url(self.url)} is not a scopelens store (app id {app!r})")
         known = [m.name for m in MIGRATIONS]
         unknown = [name for name in applied if name not in known]
         if unknown or len(applied) > len(known):
             raise NewerSchemaError(
-                f"{_display(self.url)} was written by a newer scopelens (schema {len(applied)}, "
+                f"{display_url(self.url)} was written by a newer scopelens (schema {len(applied)}, "
                 f"migration {(unknown or applied)[-1]!r}); this scopelens knows schema {len(known)}: upgrade scopelens"
             )
         if applied != known[: len(applied)]:
-            raise NotAScopelensStoreError(f"{_display(self.url)} has migrations out of order: {applied}")
+            raise NotAScopelensStoreError(f"{display_url(self.url)} has migrations out of order: {applied}")
         if len(applied) < len(known):
             if self.read_only:
                 raise StoreNeedsMigrationError(
-                    f"{_display(self.url)} is at schema {len(applied)} and needs {len(known)}: "
+                    f"{display_url(self.url)} is at schema {len(applied)} and needs {len(known)}: "
                     "run `scopelens migrate` on it first"
                 )
             self._migrate()
@@ -618,15 +618,6 @@ def _check_sqlite_file(path: Path, *, create: bool) -> None:
         raise StoreUnavailableError(f"cannot read store {path}: {exc.strerror}") from None
     if magic and magic != SQLITE_MAGIC:
         raise NotAScopelensStoreError(f"{path} is not a SQLite database (not a scopelens store)")
-
-
-def _display(url: str) -> str:
-    path = sqlite_path_of(url)
-    if path is not None:
-        return str(path)
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -104,9 +106,12 @@ def test_help_screen(snap_compare, sample_store, size):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
-def test_error_screen(snap_compare, tmp_path, size):
+def test_error_screen(snap_compare, size):
     """A foreign database: a clear message and what to do next, not a traceback."""
-    db = tmp_path / "foreign.db"
+    directory = Path(tempfile.gettempdir()) / "scopelens-snapshot-fixtures"  # fixed: the path is on screen
+    directory.mkdir(exist_ok=True)
+    db = directory / "foreign.db"
+    db.unlink(missing_ok=True)
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE customers (id INTEGER)")
 

@@ -14,6 +14,7 @@ from inspector.widgets.text_input import TextInput
 
 SORTS = ("started", "project", "turns", "snapshots")
 PAGE_SIZE = 200
+VERIFY_BATCH = 20
 
 
 class SessionsScreen(Screen[None]):
@@ -30,10 +31,9 @@ class SessionsScreen(Screen[None]):
             self.append = append
 
     class VerifyChecked(Message):
-        def __init__(self, session_id: str, status: VerifyStatus) -> None:
+        def __init__(self, statuses: dict[str, VerifyStatus]) -> None:
             super().__init__()
-            self.session_id = session_id
-            self.status = status
+            self.statuses = statuses
 
     def __init__(self) -> None:
         super().__init__()
@@ -42,6 +42,8 @@ class SessionsScreen(Screen[None]):
         self.filter_text = ""
         self.next_after: tuple[object, ...] | None = None
         self.loaded: list[SessionView] = []
+        self.verifying: set[str] = set()
+        """Sessions handed to a verify worker whose result has not arrived yet."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -78,11 +80,29 @@ class SessionsScreen(Screen[None]):
         )
         self.post_message(self.PageLoaded(page, append))
 
-    @work(thread=True, exclusive=True, group="sessions-verify")
-    def verify_visible(self, session_ids: list[str]) -> None:
+    @work(thread=True, group="sessions-verify")
+    def verify_sessions(self, session_ids: list[str]) -> None:
+        """Hash-check sessions off the UI thread; results arrive in batches, not per row."""
         model = self.app.model  # type: ignore[attr-defined]
+        batch: dict[str, VerifyStatus] = {}
         for session_id in session_ids:
-            self.post_message(self.VerifyChecked(session_id, model.verify_status(session_id)))
+            batch[session_id] = model.verify_status(session_id)
+            if len(batch) == VERIFY_BATCH:
+                self.post_message(self.VerifyChecked(batch))
+                batch = {}
+        if batch:
+            self.post_message(self.VerifyChecked(batch))
+
+    def verify_on_screen(self) -> None:
+        """Verify only the rows a person can see (more as they scroll or load more)."""
+        table = self.query_one(DataTable)
+        first = table.scroll_offset.y
+        visible = [view.id for view in self.loaded[first : first + max(table.size.height, 1) + 5]]
+        model = self.app.model  # type: ignore[attr-defined]
+        pending = [i for i in visible if i not in self.verifying and model.verify_status(i, compute=False).state == "pending"]
+        if pending:
+            self.verifying.update(pending)
+            self.verify_sessions(pending)
 
     @on(PageLoaded)
     def show_page(self, message: PageLoaded) -> None:
@@ -114,15 +134,21 @@ class SessionsScreen(Screen[None]):
             empty.display = True
         else:
             empty.display = False
-        self.verify_visible([v.id for v in message.page.rows])
+        self.call_after_refresh(self.verify_on_screen)
 
     @on(VerifyChecked)
     def show_verify(self, message: VerifyChecked) -> None:
         table = self.query_one(DataTable)
-        if message.session_id in table.rows:
-            table.update_cell(message.session_id, "verify", _mark(message.status))
-        if message.status.state == "problem":
-            self.notify(f"{message.session_id}: {message.status.problems[0]}", severity="error", timeout=8)
+        for session_id, status in message.statuses.items():
+            self.verifying.discard(session_id)
+            if session_id in table.rows:
+                table.update_cell(session_id, "verify", _mark(status))
+            if status.state == "problem":
+                self.notify(f"{session_id}: {status.problems[0]}", severity="error", timeout=8)
+
+    @on(DataTable.RowHighlighted, "#sessions")
+    def row_highlighted(self) -> None:
+        self.verify_on_screen()
 
     # ------------------------------------------------------------------ actions
 

@@ -47,10 +47,16 @@ def build_app(db: Path, theme: str = "textual-dark") -> InspectorApp:
 
 
 async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
-    """Wait for every worker and the messages they posted (never sleep)."""
-    for _ in range(3):
+    """Wait until workers, the messages they post and the work those schedule after a refresh
+    have all run: two quiet passes in a row (never sleep)."""
+    quiet = 0
+    for _ in range(50):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        busy = any(not worker.is_finished for worker in pilot.app.workers)
+        quiet = 0 if busy else quiet + 1
+        if quiet == 2:
+            return
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -13,7 +13,8 @@ from inspector.actions import bindings_for
 from inspector.widgets.text_input import TextInput
 
 SORTS = ("started", "project", "turns", "snapshots")
-PAGE_SIZE = 200
+PAGE_SIZE = 60
+"""A first page fills a tall terminal; more load by key on demand (m), so first paint stays flat."""
 VERIFY_BATCH = 20
 
 
@@ -44,6 +45,7 @@ class SessionsScreen(Screen[None]):
         self.loaded: list[SessionView] = []
         self.verifying: set[str] = set()
         """Sessions handed to a verify worker whose result has not arrived yet."""
+        self.verify_scheduled = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -93,8 +95,14 @@ class SessionsScreen(Screen[None]):
         if batch:
             self.post_message(self.VerifyChecked(batch))
 
+    @property
+    def verify_pending(self) -> bool:
+        """True while verification of the visible rows is scheduled or running (tests wait on it)."""
+        return self.verify_scheduled or bool(self.verifying)
+
     def verify_on_screen(self) -> None:
         """Verify only the rows a person can see (more as they scroll or load more)."""
+        self.verify_scheduled = False
         table = self.query_one(DataTable)
         first = table.scroll_offset.y
         visible = [view.id for view in self.loaded[first : first + max(table.size.height, 1) + 5]]
@@ -134,6 +142,7 @@ class SessionsScreen(Screen[None]):
             empty.display = True
         else:
             empty.display = False
+        self.verify_scheduled = True
         self.call_after_refresh(self.verify_on_screen)
 
     @on(VerifyChecked)

@@ -53,7 +53,9 @@ async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
     for _ in range(50):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        busy = any(not worker.is_finished for worker in pilot.app.workers)
+        busy = any(not worker.is_finished for worker in pilot.app.workers) or any(
+            getattr(screen, "verify_pending", False) for screen in pilot.app.screen_stack
+        )
         quiet = 0 if busy else quiet + 1
         if quiet == 2:
             return

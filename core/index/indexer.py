@@ -6,9 +6,15 @@ chunked and tokenized. A changed or removed file's old version gets ``valid_to``
 so ``as_of`` queries still see it. The run's chunks get contiguous ids, sorted by path, so
 that a path-prefix scope is a range of ids inside each run (see ``scorer.py``).
 
-Postings are built with numpy (one ``np.unique`` over term/chunk keys, no per-posting Python
+Postings are built with numpy (one in-place sort of term/chunk keys, no per-posting Python
 loop) and stored one row per (run, term): chunk-id offsets from the run's first chunk as
 little-endian uint32, term frequencies as uint16.
+
+**Speed** (figures in ``docs/performance.md``). On SQLite a run's rows go in as plain values
+through multi-row ``INSERT`` statements on the driver's cursor, postings in term order (the
+order of both of their indexes, so the B-trees are appended to), with a larger page cache
+on the writing connection only; no durability setting is touched. The cyclic garbage
+collector is paused while a run is prepared and written (see ``gc_paused``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain, count, islice, repeat
+from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Any
 
@@ -227,9 +233,10 @@ def write_run(
 ) -> int:
     """Write one run in one transaction holding the write lock: versions, chunks, postings.
 
-    Rows go in as plain tuples through one ``executemany`` per table (SQLite) instead of ORM
-    objects, and postings are inserted in term order, which is also the order of both of
-    their indexes, so SQLite appends to its B-trees instead of splitting pages at random.
+    On SQLite, rows go in as plain values through multi-row ``INSERT`` statements on the
+    driver's cursor (no ORM objects, no per-row type processing), and postings are inserted
+    in term order, which is also the order of both of their indexes, so SQLite appends to
+    its B-trees instead of splitting pages at random. Other backends go through SQLAlchemy.
     """
     now_us = to_micros(now)
     prepared = sorted(prepared, key=lambda d: d.path)
@@ -261,9 +268,9 @@ def write_run(
                 update(IndexDocumentRow).where(IndexDocumentRow.id.in_(superseded)).values(valid_to=now_us)  # type: ignore[union-attr]
             )
         connection = conn.connection()
-        if connection.dialect.name == "sqlite":
-            # Per-connection page cache (NullPool: this connection closes with the run). It
-            # changes no durability setting; it only keeps the B-trees being filled in memory.
+        if _sqlite_driver(connection) is not None:
+            # Page cache of this connection only (NullPool: it is closed after the run). It
+            # changes no durability setting; it keeps the B-trees being filled in memory.
             connection.exec_driver_sql(f"PRAGMA cache_size = -{WRITE_CACHE_KIB}")
         document_ids = _insert_documents(connection, run_id, report, prepared, now_us)
         # Rows are generated as they are inserted: few objects live long enough to make the
@@ -271,10 +278,10 @@ def write_run(
         _insert_many(connection, IndexChunkRow.__table__, _CHUNK_COLUMNS, _chunk_rows(prepared, document_ids, run_id, chunk_lo))
         all_tokens = list(chain.from_iterable(document.tokens for document in prepared))
         packed = _PackedPostings.build(all_tokens)
-        if connection.dialect.paramstyle == "qmark":
-            per_statement = _rows_per_statement(connection, _POSTING_COLUMNS)
-            batches = packed.value_batches(run_id, per_statement)
-            _execute_batches(connection, IndexPostingRow.__table__, _POSTING_COLUMNS, batches)
+        driver = _sqlite_driver(connection)
+        if driver is not None:
+            batches = packed.value_batches(run_id, _rows_per_statement(driver, _POSTING_COLUMNS))
+            _execute_batches(driver, IndexPostingRow.__table__, _POSTING_COLUMNS, batches)
         else:
             _insert_many(
                 connection,
@@ -348,9 +355,10 @@ def _insert_documents(
     if not rows:
         return []
     table = IndexDocumentRow.__table__
-    if connection.dialect.paramstyle == "qmark":  # SQLite: the driver's cursor and lastrowid
+    driver = _sqlite_driver(connection)
+    if driver is not None:  # the driver's cursor and lastrowid
         sql = _insert_sql(table.name, _DOCUMENT_COLUMNS)
-        cursor = connection.connection.cursor()
+        cursor = driver.cursor()
         try:
             ids = []
             for row in rows:
@@ -364,35 +372,44 @@ def _insert_documents(
     return [int(document_id) for document_id in result.scalars()]
 
 
+def _sqlite_driver(connection: Connection) -> sqlite3.Connection | None:
+    """The ``sqlite3`` connection under ``connection`` (``None`` on other backends)."""
+    if connection.dialect.name != "sqlite":
+        return None
+    driver = connection.connection.dbapi_connection
+    return driver if isinstance(driver, sqlite3.Connection) else None
+
+
 def _insert_many(
     connection: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple[Any, ...]]
 ) -> None:
     """Insert plain tuples: on SQLite through ``_execute_batches``; elsewhere through SQLAlchemy."""
-    if connection.dialect.paramstyle != "qmark":
+    driver = _sqlite_driver(connection)
+    if driver is None:
         listed = list(rows)
         if listed:
             connection.execute(table.insert(), [dict(zip(columns, row)) for row in listed])
         return
-    per_statement = _rows_per_statement(connection, columns)
+    per_statement = _rows_per_statement(driver, columns)
     remaining = iter(rows)
+    # batches of flattened values, until islice() gives an empty one
     batches = iter(lambda: list(chain.from_iterable(islice(remaining, per_statement))), [])
-    _execute_batches(connection, table, columns, batches)
+    _execute_batches(driver, table, columns, batches)
 
 
-def _rows_per_statement(connection: Connection, columns: Sequence[str]) -> int:
-    driver = connection.connection.dbapi_connection
-    assert isinstance(driver, sqlite3.Connection)
+def _rows_per_statement(driver: sqlite3.Connection, columns: Sequence[str]) -> int:
     limit = driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     return max(1, min(ROWS_PER_INSERT, limit // len(columns)))
 
 
 def _execute_batches(
-    connection: Connection, table: Table, columns: Sequence[str], batches: Iterable[list[Any]]
+    driver: sqlite3.Connection, table: Table, columns: Sequence[str], batches: Iterable[list[Any]]
 ) -> None:
-    """Run multi-row ``INSERT ... VALUES (...), (...)`` statements on SQLite, one per batch of
-    flattened row values, through the driver's cursor: no per-row type processing, and one
-    statement step per few hundred rows instead of one per row (about twice as fast)."""
-    cursor = connection.connection.cursor()
+    """Run multi-row ``INSERT ... VALUES (...), (...)`` statements, one per batch of flattened
+    row values, on the driver's cursor (inside the caller's transaction): no per-row type
+    processing, and one statement step per few hundred rows instead of one per row, which
+    is about twice as fast."""
+    cursor = driver.cursor()
     statements: dict[int, str] = {}
     try:
         for values in batches:
@@ -408,7 +425,7 @@ ROWS_PER_INSERT = 500
 
 
 def _insert_sql(table: str, columns: Sequence[str], rows: int = 1) -> str:
-    """``INSERT INTO table (columns) VALUES (?, ...), ...`` for ``rows`` rows (qmark style)."""
+    """``INSERT INTO table (columns) VALUES (?, ...), ...`` for ``rows`` rows (SQLite's style)."""
     values = "(" + ", ".join(["?"] * len(columns)) + ")"
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([values] * rows)}"
 
@@ -453,26 +470,25 @@ class _PackedPostings:
         total = int(lengths.sum())
         if not total:
             return cls([], b"", b"", [0])
-        # One pass over every token with no Python frame per token: setdefault(token, i)
-        # gives each token the flat position of its term's first occurrence.
+        # One pass over every token with no Python frame per token: setdefault(token, size of
+        # the vocabulary so far) numbers terms 0, 1, 2... in order of first occurrence.
         vocabulary: dict[str, int] = {}
         keys = np.fromiter(
-            map(vocabulary.setdefault, chain.from_iterable(chunk_token_lists), count()),
+            map(vocabulary.setdefault, chain.from_iterable(chunk_token_lists), map(len, repeat(vocabulary))),
             dtype=np.int64,
             count=total,
         )
-        # Number the terms in sorted order: postings are then inserted in the order of both of
-        # their indexes. first positions ascend in the dict's order, so they index a remap.
+        # Renumber the terms in sorted order: postings are then inserted in the order of both
+        # of their indexes.
         found = list(vocabulary)
+        del vocabulary
         order = _sort_order(found)
-        terms = [found[i] for i in order.tolist()]
+        terms = list(map(found.__getitem__, order.tolist()))
         rank = np.empty(len(found), dtype=np.int64)
         rank[order] = np.arange(len(found), dtype=np.int64)
-        remap = np.empty(total, dtype=np.int64)
-        remap[np.fromiter(vocabulary.values(), dtype=np.int64, count=len(found))] = rank
-        del vocabulary, found, order, rank
-        np.take(remap, keys, out=keys)
-        del remap
+        del found, order
+        np.take(rank, keys, out=keys)
+        del rank
         # key = term * n + chunk, sorted in place: (term, chunk) order, equal keys adjacent.
         keys *= n
         keys += np.repeat(np.arange(n, dtype=np.int64), lengths)

@@ -17,16 +17,20 @@ would. A query term's weight multiplies its BM25 contribution.
 
 Arrays for a project are loaded once and cached until a new run of that project lands.
 
-**Speed.** Recall must stay well under a millisecond on tens of thousands of chunks (see
-``docs/performance.md``), so the per-query work is kept to numpy calls per query term:
+**Speed** (figures in ``docs/performance.md``). A query costs a few numpy calls per term plus
+work proportional to the postings it reads, with no Python loop over postings:
 
-* per (scope key, term), the live postings are concatenated once into global positions with
-  their tf and BM25 denominator ``tf + k1 (1 - b + b dl/avgdl)`` (and the unweighted
-  contribution), so a query term is one gather-add, plus one ``searchsorted`` per path range
-  when scoped; contributions are computed with exactly the same float32 operations as before;
+* per (scope key, term), the term's live postings are concatenated once across segments into
+  view positions with their tf, BM25 denominator ``tf + k1 (1 - b + b dl/avgdl)`` and
+  weight-1 contribution, and cached;
+* terms are added in query order: runs of sparse terms with one ``np.add.at``; a term in at
+  least 1/16 of the chunks as a cached dense row (one contiguous add, of the scoped ranges
+  only when scoped). Every chunk's float32 sum is the same as adding one term after another;
+* top-k candidates come from ``scores >= bound``, ``bound`` being the k-th best score of a
+  strided sample (a lower bound of the true k-th score), instead of sorting every score;
 * "has a new run landed?" is asked on SQLite through one long-lived read-only connection
-  (autocommit, statement run to completion, so it holds no lock between queries) instead of
-  opening a connection per query.
+  (autocommit, each statement run to completion, so it holds no lock between queries)
+  instead of opening a connection per query.
 """
 
 from __future__ import annotations
@@ -115,6 +119,8 @@ class _View:
     cached_terms: int = 0
     dense_bytes: int = 0
     """Memory taken by the dense rows of this view's terms."""
+    ranges: dict[tuple[object, ...], tuple[list[tuple[int, int]], np.ndarray]] = field(default_factory=dict)
+    """Path ranges per (segments, path prefixes): see ``Scorer._ranges``."""
 
 
 @dataclass
@@ -131,6 +137,8 @@ class _Term:
     """``idf * tf * (k1 + 1) / denominator``: the contribution of a term of weight 1."""
     dense: np.ndarray | None = None
     """``unweighted`` spread over every position (0.0 elsewhere), for very common terms."""
+    sparse_only: bool = False
+    """Set once the term is found too rare for a dense row (or the memory for one is spent)."""
 
     def dense_unweighted(self, view: _View) -> np.ndarray | None:
         """The dense contributions of weight 1, if this term is common enough to keep them.
@@ -141,8 +149,11 @@ class _Term:
         most ``DENSE_BYTES_LIMIT``.
         """
         if self.dense is None:
+            if self.sparse_only:
+                return None
             size = len(view.chunk_ids)
             if len(self.positions) * DENSE_MIN_SHARE < size or view.dense_bytes + 4 * size > DENSE_BYTES_LIMIT:
+                self.sparse_only = True
                 return None
             self.dense = np.zeros(size, dtype=np.float32)
             self.dense[self.positions] = self.unweighted
@@ -190,13 +201,17 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _accumulate(scores: np.ndarray, positions: list[np.ndarray], values: list[np.ndarray]) -> None:
-    """``scores[p] += v`` for each term's postings, in term order (so float32 sums are the same
-    as one term after another), with one ``np.add.at`` instead of one call per term."""
+def _accumulate(scores: np.ndarray, positions: list[np.ndarray], values: list[np.ndarray], offset: int) -> None:
+    """``scores[p - offset] += v`` for each term's postings, in term order (so float32 sums are
+    the same as one term after another), with one ``np.add.at`` instead of one call per term."""
     if len(positions) == 1:
-        scores[positions[0]] += values[0]  # a term's positions are distinct
+        at = positions[0] - offset if offset else positions[0]
+        scores[at] += values[0]  # a term's positions are distinct
     elif positions:
-        np.add.at(scores, np.concatenate(positions), np.concatenate(values))
+        at = np.concatenate(positions)
+        if offset:
+            at -= offset
+        np.add.at(scores, at, np.concatenate(values))
     positions.clear()
     values.clear()
 
@@ -361,71 +376,79 @@ class Scorer:
         found = self._terms(view, segments, live, total, norm, flt, weights)
         if not found:
             return []
-        scores = np.zeros(len(view.chunk_ids), dtype=np.float32)
         windowed = flt.include_after_us is not None or flt.exclude_after_us is not None or flt.sources is not None
+        # Scores are summed in an array over the scored positions only: every chunk when
+        # unscoped, the span of the path ranges when scoped (``offset`` is its first position).
         # Terms are added in query order so that every chunk's float32 sum is the same whatever
         # the path: runs of sparse terms go in one np.add.at, common terms as dense rows.
-        size = len(scores)
         positions: list[np.ndarray] = []
         values: list[np.ndarray] = []
+        sparse_only = True
         if flt.path_prefixes:
-            ranges = [
-                (segment.local_start + lo, segment.local_start + hi)
-                for segment in segments
-                for lo, hi in _prefix_ranges(segment.paths, flt.path_prefixes)
-            ]
-            bounds = np.asarray(ranges, dtype=np.int64).reshape(-1)
+            ranges, bounds = self._ranges(view, segments, flt.path_prefixes)
+            if not ranges:
+                return []
+            offset = ranges[0][0]
+            scores = np.zeros(ranges[-1][1] - offset, dtype=np.float32)
             single = len(ranges) == 1
             for entry, weight in found:
-                dense = entry.dense_unweighted(view) if weight == 1.0 else None
+                dense = None
+                if weight == 1.0 and not entry.sparse_only:
+                    dense = entry.dense if entry.dense is not None else entry.dense_unweighted(view)
                 if dense is not None:
-                    _accumulate(scores, positions, values)
+                    if positions:
+                        _accumulate(scores, positions, values, offset)
                     for lo, hi in ranges:
-                        scores[lo:hi] += dense[lo:hi]
+                        scores[lo - offset : hi - offset] += dense[lo:hi]
                 elif single:
                     a, b = entry.positions.searchsorted(bounds).tolist()
                     if a < b:
                         positions.append(entry.positions[a:b])
-                        values.append(entry.contribution(weight, a, b))
+                        values.append(entry.unweighted[a:b] if weight == 1.0 else entry.contribution(weight, a, b))
                 else:
                     cut = entry.positions.searchsorted(bounds).tolist()
                     for a, b in zip(cut[::2], cut[1::2]):
                         if a < b:
                             positions.append(entry.positions[a:b])
                             values.append(entry.contribution(weight, a, b))
-            _accumulate(scores, positions, values)
-            candidates = np.concatenate(
-                [lo + np.flatnonzero(scores[lo:hi] != 0) for lo, hi in ranges] or [_NO_POSITIONS]
-            )
+            sparse_only = False
         else:
-            sparse_only = True
+            offset = 0
+            scores = np.zeros(len(view.chunk_ids), dtype=np.float32)
             for entry, weight in found:
-                dense = entry.dense_unweighted(view) if weight == 1.0 else None
+                dense = None
+                if weight == 1.0 and not entry.sparse_only:
+                    dense = entry.dense if entry.dense is not None else entry.dense_unweighted(view)
                 if dense is not None:
                     sparse_only = False
-                    _accumulate(scores, positions, values)
+                    if positions:
+                        _accumulate(scores, positions, values, 0)
                     scores += dense
                 else:
                     positions.append(entry.positions)
                     values.append(entry.contribution(weight))
-            if sparse_only and sum(map(len, positions)) * 16 <= size:
-                # few postings: their union is cheaper than scanning every chunk's score
-                candidates = np.unique(np.concatenate(positions)) if len(positions) > 1 else positions[0]
-                _accumulate(scores, positions, values)
-                candidates = candidates[scores[candidates] != 0]
-            else:
-                _accumulate(scores, positions, values)
-                bound = 0.0
-                if not windowed and all(weight > 0 for _, weight in found):
-                    bound = _top_k_lower_bound(scores, top_k)
-                candidates = np.flatnonzero(scores >= bound) if bound > 0 else np.flatnonzero(scores != 0)
+        if sparse_only and sum(map(len, positions)) * 16 <= len(scores):
+            # few postings: their union is cheaper than scanning every chunk's score
+            local = np.unique(np.concatenate(positions)) if len(positions) > 1 else positions[0]
+            _accumulate(scores, positions, values, 0)
+            local = local[scores[local] != 0]
+        else:
+            if positions:
+                _accumulate(scores, positions, values, offset)
+            bound = 0.0
+            if not windowed and all(weight > 0 for _, weight in found):
+                bound = _top_k_lower_bound(scores, top_k)
+            # (outside the path ranges, scores stay 0.0)
+            local = np.flatnonzero(scores >= bound) if bound > 0 else np.flatnonzero(scores != 0)
+        candidates = local + offset if offset else local
         # Only live chunks of the chosen segments have postings here, so no live mask is needed.
         if len(candidates) and windowed:
-            candidates = candidates[self._window_mask(view, candidates, flt)]
+            keep = self._window_mask(view, candidates, flt)
+            candidates, local = candidates[keep], local[keep]
         if not len(candidates):
             return []
-        candidate_scores = scores[candidates]
-        if len(candidates) > max(top_k, 64):  # (a short list is simply sorted)
+        candidate_scores = scores[local]
+        if len(candidates) > max(top_k, 256):  # (a short list is simply sorted)
             cut = np.argpartition(-candidate_scores, top_k - 1)[:top_k]
             threshold = candidate_scores[cut].min()
             # keep every candidate tied at the threshold so tie-breaking by id is exact
@@ -434,6 +457,25 @@ class Scorer:
         ids = view.chunk_ids[candidates]
         order = np.lexsort((ids, -candidate_scores))[:top_k]
         return [Hit(i, s) for i, s in zip(ids[order].tolist(), candidate_scores[order].tolist())]
+
+    @staticmethod
+    def _ranges(
+        view: _View, segments: list[_Segment], prefixes: tuple[str, ...]
+    ) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """The view positions under ``prefixes``, as ascending ranges and as flat bounds."""
+        key = (tuple(s.run_id for s in segments), tuple(prefixes))
+        cached = view.ranges.get(key)
+        if cached is None:
+            ranges = [
+                (segment.local_start + lo, segment.local_start + hi)
+                for segment in segments
+                for lo, hi in _prefix_ranges(segment.paths, prefixes)
+            ]
+            ranges.sort()
+            if len(view.ranges) > 1024:
+                view.ranges.clear()
+            cached = view.ranges[key] = (ranges, np.asarray(ranges, dtype=np.int64).reshape(-1))
+        return cached
 
     def _terms(
         self,

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy import text as sql_text
 
 from core.index.indexer import IndexReport, PreparedDocument, gc_paused, index_workspace, prepare_document, write_run
 from core.index.scorer import RecallFilter, Scorer
@@ -457,8 +458,6 @@ def run_bench(source: Path, files: Sequence[str], workdir: Path, settings: Setti
     assert store is not None and fts is not None
 
     with store.read() as conn:
-        from sqlalchemy import text as sql_text
-
         postings = int(conn.execute(sql_text("SELECT count(*) FROM index_postings")).scalar_one())
     vocabulary = len({t for tokens in corpus.tokens for t in tokens})
     fts_vocabulary = fts5_vocabulary_size(fts)
@@ -513,6 +512,7 @@ def run_bench(source: Path, files: Sequence[str], workdir: Path, settings: Setti
         recall[name] = row
         log(f"  recall {name}: ours p50 {row['ours']['p50_ms']:.3f} ms, scoped {row['ours_scoped']['p50_ms']:.3f} ms")
     fts.close()
+    del scorer  # and its read-only connection to the store
     store.close()
 
     # ---- end to end: full index_workspace on fresh stores, then 1% incremental re-indexes

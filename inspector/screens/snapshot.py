@@ -79,8 +79,13 @@ class SnapshotScreen(Screen[None]):
                            ("lexical", "lex"), ("anchor", "anchor"), ("authority", "auth"), ("recency", "recency"),
                            ("reason", "reason")):
             candidates.add_column(label, key=key)
-        self.query_one("#item-table", DataTable).add_columns("cite", "source_ref", "✓", "trim")
-        self.query_one("#citation-table", DataTable).add_columns("citation", "item", "source_ref", "cited by", "ok")
+        # Fixed widths: auto widths in a tab pane depend on when rows arrive relative to layout.
+        items = self.query_one("#item-table", DataTable)
+        for label, width in (("cite", 10), ("source_ref", 34), ("✓", 1), ("trim", 4)):
+            items.add_column(label, width=width)
+        citations = self.query_one("#citation-table", DataTable)
+        for label, width in (("citation", 10), ("item", 5), ("source_ref", 40), ("cited by", 30), ("ok", 2)):
+            citations.add_column(label, width=width)
         self.load()
 
     # ------------------------------------------------------------------ loading

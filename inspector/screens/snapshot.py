@@ -73,12 +73,15 @@ class SnapshotScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#plan-table", DataTable).add_columns("sub-query", "intent", "sources", "top k", "min authority", "strongest terms")
+        plan = self.query_one("#plan-table", DataTable)
+        for label, width in (("sub-query", 18), ("intent", 13), ("sources", 38), ("top k", 5), ("min authority", 13),
+                             ("strongest terms", 60)):
+            plan.add_column(label, width=width)
         candidates = self.query_one("#candidate-table", DataTable)
-        for key, label in (("ordinal", "#"), ("stage", "stage"), ("source_ref", "source_ref"), ("final", "final"),
-                           ("lexical", "lex"), ("anchor", "anchor"), ("authority", "auth"), ("recency", "recency"),
-                           ("reason", "reason")):
-            candidates.add_column(label, key=key)
+        for key, label, width in (("ordinal", "#", 3), ("stage", "stage", 13), ("source_ref", "source_ref", 44),
+                                  ("final", "final", 5), ("lexical", "lex", 5), ("anchor", "anchor", 6),
+                                  ("authority", "auth", 5), ("recency", "recency", 7), ("reason", "reason", 60)):
+            candidates.add_column(label, key=key, width=width)
         # Fixed widths: auto widths in a tab pane depend on when rows arrive relative to layout.
         items = self.query_one("#item-table", DataTable)
         for label, width in (("cite", 10), ("source_ref", 34), ("✓", 1), ("trim", 4)):

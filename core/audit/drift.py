@@ -81,14 +81,15 @@ def _key(item: SnapshotItem | RejectedItem) -> tuple[str | None, str | None]:
 
 
 def _diff(then: SnapshotItem, now: SnapshotItem) -> str:
-    return "".join(
-        difflib.unified_diff(
-            then.visible_text.splitlines(keepends=True),
-            now.visible_text.splitlines(keepends=True),
-            fromfile=f"{then.source_ref}@{then.source_version[:12]}",
-            tofile=f"{now.source_ref}@{now.source_version[:12]}",
-        )
+    """A unified diff; a last line without a newline is marked as GNU diff marks it, so
+    the removed and the added line never run together."""
+    lines = difflib.unified_diff(
+        then.visible_text.splitlines(keepends=True),
+        now.visible_text.splitlines(keepends=True),
+        fromfile=f"{then.source_ref}@{then.source_version[:12]}",
+        tofile=f"{now.source_ref}@{now.source_version[:12]}",
     )
+    return "".join(line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines)
 
 
 def recorded_policy(store: Store, snapshot: AuditSnapshot) -> Policy:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.content import Content
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
@@ -12,6 +14,7 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from core.audit.drift import DriftReport, DriftRunSummary
 from core.vocab import DriftClass
 from inspector.actions import bindings_for
+from inspector.widgets.fitted_table import Column, FittedTable
 
 CLASS_MARK = {
     DriftClass.UNCHANGED: "=",
@@ -20,6 +23,33 @@ CLASS_MARK = {
     DriftClass.ADDED: "+",
     DriftClass.REMOVED: "−",
 }
+CLASS_STYLE = {
+    DriftClass.UNCHANGED: "",
+    DriftClass.MOVED: "cyan",
+    DriftClass.CONTENT_CHANGED: "bold yellow",
+    DriftClass.ADDED: "bold green",
+    DriftClass.REMOVED: "bold red",
+}
+"""Rich's standard colours: legible on the dark and the light theme alike."""
+ITEM_COLUMNS = (
+    Column("mark", "", 1),
+    Column("class", "class", 15, min_width=9),
+    Column("frozen", "frozen", 6),
+    Column("today", "today", 5),
+    Column("source_ref", "source_ref", 34, min_width=16, flex=2),
+    Column("note", "note", 30, min_width=12, flex=1, drop=1),
+)
+RUN_COLUMNS = (
+    Column("run", "run", 16, min_width=12),
+    Column("at", "at (UTC)", 19, min_width=16),
+    Column("index", "index", 18, min_width=12, drop=1),
+    Column("summary", "summary", 40, min_width=20, flex=1),
+)
+SESSION_COLUMNS = (
+    Column("snapshot", "snapshot", 28, min_width=20),
+    Column("versions", "index then → now", 36, min_width=16, flex=1, drop=1),
+    Column("summary", "summary", 40, min_width=20, flex=2),
+)
 
 
 class DriftScreen(Screen[None]):
@@ -28,6 +58,8 @@ class DriftScreen(Screen[None]):
     SCOPE = "drift"
     CSS_PATH = "drift.tcss"
     BINDINGS = bindings_for("drift")
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    """Below 120 columns the diff goes under the items instead of beside them."""
 
     class Computed(Message):
         def __init__(self, report: DriftReport, recorded: bool) -> None:
@@ -51,16 +83,14 @@ class DriftScreen(Screen[None]):
         yield Static(f"drift of snapshot {self.snapshot_id}", id="drift-title", markup=False)
         yield ProgressBar(total=None, show_eta=False, id="drift-progress")
         with Horizontal(id="drift-body"):
-            yield DataTable(id="drift-table", cursor_type="row")
+            yield FittedTable(ITEM_COLUMNS, id="drift-table", cursor_type="row")
             yield Static("", id="drift-diff", markup=False)
         yield Static("Past runs:", id="runs-label")
-        yield DataTable(id="runs-table", cursor_type="row")
+        yield FittedTable(RUN_COLUMNS, id="runs-table", cursor_type="row")
         yield Static("", id="drift-status", classes="status-line", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#drift-table", DataTable).add_columns("", "class", "frozen", "today", "source_ref", "note")
-        self.query_one("#runs-table", DataTable).add_columns("run", "at", "index", "summary")
         self.query_one("#drift-progress").display = False
         self.query_one("#drift-table", DataTable).focus()
         self.load_runs()
@@ -113,10 +143,15 @@ class DriftScreen(Screen[None]):
             note_text = item.reason or ""
             if item.stage_today:
                 note_text = f"now {item.stage_today.value}: {note_text}"
-            table.add_row(CLASS_MARK[item.drift_class], item.drift_class.value,
+            style = CLASS_STYLE[item.drift_class]
+            table.add_row(Text(CLASS_MARK[item.drift_class], style=style), Text(item.drift_class.value, style=style),
                           f"#{item.frozen_rank}" if item.frozen_rank else "-",
                           f"#{item.today_rank}" if item.today_rank else "-", item.source_ref, note_text, key=str(index))
         self.query_one("#drift-status", Static).update(f"{report.id} ({note}) · {report.summary()}")
+        # Land on the first item that drifted: that is what a person opened this screen for.
+        first_change = next((i for i, item in enumerate(report.items) if item.drift_class != DriftClass.UNCHANGED), 0)
+        if table.row_count:
+            table.move_cursor(row=first_change, animate=False)
         self._show_diff()
 
     @on(DataTable.RowHighlighted, "#drift-table")
@@ -135,7 +170,7 @@ class DriftScreen(Screen[None]):
         row = self.query_one("#drift-table", DataTable).cursor_row
         item = self.report.items[min(row, len(self.report.items) - 1)]
         if item.drift_class == DriftClass.CONTENT_CHANGED and item.diff:
-            diff.update(item.diff)
+            diff.update(colored_diff(item.diff))
         else:
             diff.update(f"{item.drift_class.value}: {item.source_ref}\n{item.reason or ''}")
 
@@ -166,12 +201,11 @@ class SessionDriftScreen(Screen[None]):
         yield Header()
         yield Static(f"drift of every snapshot in session {self.session_id}", id="drift-title")
         yield ProgressBar(total=None, show_eta=False, id="drift-progress")
-        yield DataTable(id="session-drift-table", cursor_type="row")
+        yield FittedTable(SESSION_COLUMNS, id="session-drift-table", cursor_type="row")
         yield Static("Press r to run drift for every snapshot of this session.", id="drift-status", classes="status-line")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns("snapshot", "index then → now", "summary")
         self.query_one("#drift-progress").display = False
         self.query_one(DataTable).focus()
 
@@ -207,3 +241,23 @@ class SessionDriftScreen(Screen[None]):
         table = self.query_one(DataTable)
         if table.row_count:
             self.app.push_screen(DriftScreen(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)))
+
+
+def colored_diff(diff: str) -> Content:
+    """A unified diff with added lines green, removed lines red and hunk headers highlighted."""
+    parts: list[str | tuple[str, str]] = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")):
+            parts.append((line, "bold"))
+        elif line.startswith("+"):
+            parts.append((line, "$success"))
+        elif line.startswith("-"):
+            parts.append((line, "$error"))
+        elif line.startswith("@@"):
+            parts.append((line, "$accent"))
+        elif line.startswith("\\"):
+            parts.append((line, "$text-muted italic"))
+        else:
+            parts.append(line)
+        parts.append("\n")
+    return Content.assemble(*parts[:-1])

@@ -7,7 +7,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from inspector.actions import ACTIONS, bindings_for
+from inspector.widgets.fitted_table import Column, FittedTable
 
+COLUMNS = (
+    Column("where", "where", 9),
+    Column("key", "key", 6),
+    Column("command", "command", 26, min_width=20),
+    Column("does", "what it does", 50, min_width=20, flex=1),
+)
 KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter"}
 
 
@@ -21,12 +28,11 @@ class HelpScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("Keys and commands. Every command is also in the palette (ctrl+p).", id="help-intro")
-        yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(COLUMNS, id="help-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("where", "key", "command", "what it does")
         for action in ACTIONS:
             table.add_row(action.scope, KEY_NAMES.get(action.key, action.key), action.title, action.tooltip)
         table.add_row("app", "ctrl+p", "palette: open", "Search every command")

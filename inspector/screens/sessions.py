@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.message import Message
@@ -10,12 +11,24 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from core.readmodel import Page, SessionView, VerifyStatus
 from inspector.actions import bindings_for
+from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.text_input import TextInput
 
 SORTS = ("started", "project", "turns", "snapshots")
 PAGE_SIZE = 60
 """A first page fills a tall terminal; more load by key on demand (m), so first paint stays flat."""
 VERIFY_BATCH = 20
+COLUMNS = (
+    Column("verify", "✓", 1),
+    Column("id", "session", 27),
+    Column("project", "project", 16, min_width=10),
+    Column("branch", "branch", 10, min_width=6, drop=2),
+    Column("started", "started (UTC)", 16),
+    Column("turns", "turns", 5),
+    Column("snapshots", "retrievals", 10, min_width=5, short="retr."),
+    Column("title", "title", 40, min_width=16, flex=1, drop=3),
+)
+"""Narrow terminals hide title, then branch; the line under the table shows both."""
 
 
 class SessionsScreen(Screen[None]):
@@ -50,22 +63,14 @@ class SessionsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         yield TextInput(placeholder="filter by id, project, branch or title", id="filter")
-        yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(COLUMNS, id="sessions", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="session-detail", classes="detail-line", markup=False)
         yield Static("", id="sessions-status", classes="status-line", markup=False)
         yield Static("", id="sessions-empty", classes="empty-state")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_column("✓", key="verify", width=1)
-        table.add_column("session", key="id")
-        table.add_column("project", key="project")
-        table.add_column("branch", key="branch")
-        table.add_column("started (UTC)", key="started")
-        table.add_column("turns", key="turns")
-        table.add_column("retrievals", key="snapshots")
-        table.add_column("title", key="title")
-        table.focus()
+        self.query_one(DataTable).focus()
         self.reload()
 
     # ------------------------------------------------------------------ loading
@@ -142,8 +147,17 @@ class SessionsScreen(Screen[None]):
             empty.display = True
         else:
             empty.display = False
+        self.show_detail()
         self.verify_scheduled = True
         self.call_after_refresh(self.verify_on_screen)
+
+    def show_detail(self) -> None:
+        """The highlighted session in full: columns a narrow terminal hides are here too."""
+        session_id = self.highlighted_id()
+        view = next((v for v in self.loaded if v.id == session_id), None)
+        self.query_one("#session-detail", Static).update(
+            f"{view.id} · {view.project} @ {view.branch or '-'} · {view.title}" if view else ""
+        )
 
     @on(VerifyChecked)
     def show_verify(self, message: VerifyChecked) -> None:
@@ -157,6 +171,7 @@ class SessionsScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#sessions")
     def row_highlighted(self) -> None:
+        self.show_detail()
         self.verify_on_screen()
 
     # ------------------------------------------------------------------ actions
@@ -220,5 +235,5 @@ class SessionsScreen(Screen[None]):
             self.reload()
 
 
-def _mark(status: VerifyStatus) -> str:
-    return status.mark
+def _mark(status: VerifyStatus) -> Text:
+    return Text(status.mark, style="bold red" if status.state == "problem" else "")

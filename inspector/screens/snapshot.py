@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.table import Table as RichTable
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -11,12 +13,51 @@ from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedCont
 
 from core.readmodel import CANDIDATE_SORTS, CandidateRow, ItemView, Page, SnapshotView
 from inspector.actions import bindings_for
+from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.text_input import TextInput
 from inspector.widgets.evidence import EvidenceText
 from inspector.widgets.funnel import Funnel
 
+DESCENDING_FIRST = frozenset({"final", "lexical", "anchor", "authority", "recency"})
+"""Scores sort highest first; ordinal, stage and source_ref sort ascending first."""
+SCORE_NAMES = {"lexical": "lex", "authority": "auth", "actionability": "action", "diversity": "div"}
+OK = Text("✓", style="green")
+BAD = Text("✗", style="bold red")
 TABS = ("scope", "plan", "funnel", "candidates", "evidence", "citations")
 CANDIDATE_PAGE = 200
+PLAN_COLUMNS = (
+    Column("id", "sub-query", 18, min_width=14),
+    Column("intent", "intent", 13, drop=4),
+    Column("sources", "sources", 30, min_width=14, flex=1),
+    Column("top_k", "top k", 5),
+    Column("min_authority", "min authority", 13, min_width=9, short="min auth", drop=1),
+    Column("terms", "strongest terms", 40, min_width=16, flex=2, drop=3),
+)
+CANDIDATE_COLUMNS = (
+    Column("ordinal", "#", 4),
+    Column("stage", "stage", 13),
+    Column("source_ref", "source_ref", 40, min_width=18, flex=2),
+    Column("final", "final", 5),
+    Column("lexical", "lex", 5, drop=2),
+    Column("anchor", "anchor", 6, drop=4),
+    Column("authority", "auth", 5, drop=3),
+    Column("recency", "recency", 7, drop=4),
+    Column("reason", "reason", 40, min_width=20, flex=1),
+)
+"""Narrow terminals hide score columns; the line under the table shows the whole breakdown."""
+ITEM_COLUMNS = (
+    Column("cite", "cite", 10, min_width=8),
+    Column("source_ref", "source_ref", 34, min_width=12, flex=1),
+    Column("ok", "✓", 1),
+    Column("trim", "trim", 4, drop=1),
+)
+CITATION_COLUMNS = (
+    Column("citation", "citation", 10),
+    Column("ok", "ok", 2),
+    Column("item", "item", 5),
+    Column("source_ref", "source_ref", 40, min_width=16, flex=2),
+    Column("cited_by", "cited by", 24, min_width=12, flex=1),
+)
 
 
 class SnapshotScreen(Screen[None]):
@@ -43,6 +84,8 @@ class SnapshotScreen(Screen[None]):
         self.initial_tab = tab
         self.view: SnapshotView | None = None
         self.sort = "ordinal"
+        self.descending = False
+        self.candidate_rows: dict[str, CandidateRow] = {}
         self.filter_text = ""
         self.next_after: tuple[object, ...] | None = None
         self.candidate_count = 0
@@ -54,41 +97,27 @@ class SnapshotScreen(Screen[None]):
             with TabPane("1 Scope", id="scope"):
                 yield VerticalScroll(Static("", id="scope-text", markup=False))
             with TabPane("2 Plan", id="plan"):
-                yield DataTable(id="plan-table", cursor_type="row")
+                yield FittedTable(PLAN_COLUMNS, id="plan-table", cursor_type="row")
+                yield Static("", id="plan-detail", classes="detail-line", markup=False)
             with TabPane("3 Funnel", id="funnel"):
                 yield Funnel(id="funnel-chart")
                 yield Static("", id="budget-line", markup=False)
             with TabPane("4 Candidates", id="candidates"):
                 yield TextInput(placeholder="filter by source_ref or reason", id="candidate-filter")
-                yield DataTable(id="candidate-table", cursor_type="row", zebra_stripes=True)
+                yield FittedTable(CANDIDATE_COLUMNS, id="candidate-table", cursor_type="row", zebra_stripes=True)
+                yield Static("", id="candidate-detail", classes="detail-line", markup=False)
                 yield Static("", id="candidate-status", classes="status-line", markup=False)
             with TabPane("5 Evidence", id="evidence"):
                 with Horizontal():
-                    yield DataTable(id="item-table", cursor_type="row")
+                    yield FittedTable(ITEM_COLUMNS, id="item-table", cursor_type="row")
                     with Vertical(id="evidence-side"):
                         yield EvidenceText(id="evidence-text")
             with TabPane("6 Citations", id="citations"):
-                yield DataTable(id="citation-table", cursor_type="row")
+                yield FittedTable(CITATION_COLUMNS, id="citation-table", cursor_type="row")
                 yield Static("", id="citation-note", classes="status-line", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
-        plan = self.query_one("#plan-table", DataTable)
-        for label, width in (("sub-query", 18), ("intent", 13), ("sources", 38), ("top k", 5), ("min authority", 13),
-                             ("strongest terms", 60)):
-            plan.add_column(label, width=width)
-        candidates = self.query_one("#candidate-table", DataTable)
-        for key, label, width in (("ordinal", "#", 3), ("stage", "stage", 13), ("source_ref", "source_ref", 44),
-                                  ("final", "final", 5), ("lexical", "lex", 5), ("anchor", "anchor", 6),
-                                  ("authority", "auth", 5), ("recency", "recency", 7), ("reason", "reason", 60)):
-            candidates.add_column(label, key=key, width=width)
-        # Fixed widths: auto widths in a tab pane depend on when rows arrive relative to layout.
-        items = self.query_one("#item-table", DataTable)
-        for label, width in (("cite", 10), ("source_ref", 34), ("✓", 1), ("trim", 4)):
-            items.add_column(label, width=width)
-        citations = self.query_one("#citation-table", DataTable)
-        for label, width in (("citation", 10), ("item", 5), ("source_ref", 40), ("cited by", 30), ("ok", 2)):
-            citations.add_column(label, width=width)
         self.load()
 
     # ------------------------------------------------------------------ loading
@@ -100,8 +129,8 @@ class SnapshotScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="candidates")
     def load_candidates(self, append: bool) -> None:
         page = self.app.model.candidates(  # type: ignore[attr-defined]
-            self.snapshot_id, text=self.filter_text, sort=self.sort, descending=self.sort != "ordinal"
-            and self.sort not in ("stage", "source_ref"), after=self.next_after if append else None, limit=CANDIDATE_PAGE,
+            self.snapshot_id, text=self.filter_text, sort=self.sort, descending=self.descending,
+            after=self.next_after if append else None, limit=CANDIDATE_PAGE,
         )
         self.post_message(self.CandidatesLoaded(page, append))
 
@@ -131,32 +160,37 @@ class SnapshotScreen(Screen[None]):
         def when(value: object) -> str:
             return value.isoformat().replace("+00:00", "Z") if value is not None else "-"  # type: ignore[attr-defined]
 
-        lines = [
-            f"project        {scope.project}",
-            f"branch         {scope.branch or '-'}",
-            f"workspace      {scope.workspace_root or '-'}",
-            f"purpose        {scope.purpose.value}",
-            f"user           {scope.user_id} (roles: {', '.join(scope.permission_context.roles) or '-'}; "
-            f"grants: {', '.join(scope.permission_context.grants) or '-'})",
-            f"sources        {', '.join(s.value for s in scope.allowed_sources)}",
-            f"denied         {', '.join(s.value for s in scope.denied_sources) or '-'}",
-            f"path prefixes  {', '.join(scope.path_prefixes) or '(whole workspace)'}",
-            f"time boundary  as_of {when(tb.as_of) if tb.as_of else 'the snapshot time'} · include_after "
-            f"{when(tb.include_after)} · exclude_after {when(tb.exclude_after)} · stale memory "
-            f"{'allowed' if tb.allow_stale_memory else 'refused'}",
-            f"evidence       citations {'required' if ep.require_citation else 'optional'} · accepted: "
-            f"{', '.join(a.value for a in ep.accepted_authority)} · max unverified {ep.max_unverified_items}",
-            f"budget         {budget.max_tokens} tokens · {budget.max_items} items · per source: "
-            + (", ".join(f"{k.value} {v}" for k, v in budget.per_source.items()) or "-"),
-            "",
-            f"engine         {pins.engine_version}",
-            f"config hash    {pins.config_hash[:16]}",
-            f"policy hash    {pins.policy_hash[:16]}",
-            f"index version  {pins.index_version}",
-            f"git            {pins.git_commit[:12] if pins.git_commit else '-'}"
-            + (" (dirty)" if pins.git_dirty else ""),
+        fields = [
+            ("project", scope.project),
+            ("branch", scope.branch or "-"),
+            ("workspace", scope.workspace_root or "-"),
+            ("purpose", scope.purpose.value),
+            ("user", f"{scope.user_id} (roles: {', '.join(scope.permission_context.roles) or '-'}; "
+                     f"grants: {', '.join(scope.permission_context.grants) or '-'})"),
+            ("sources", ", ".join(s.value for s in scope.allowed_sources)),
+            ("denied", ", ".join(s.value for s in scope.denied_sources) or "-"),
+            ("path prefixes", ", ".join(scope.path_prefixes) or "(whole workspace)"),
+            ("time boundary", f"as_of {when(tb.as_of) if tb.as_of else 'the snapshot time'} · include_after "
+                              f"{when(tb.include_after)} · exclude_after {when(tb.exclude_after)} · stale memory "
+                              f"{'allowed' if tb.allow_stale_memory else 'refused'}"),
+            ("evidence", f"citations {'required' if ep.require_citation else 'optional'} · accepted: "
+                         f"{', '.join(a.value for a in ep.accepted_authority)} · max unverified {ep.max_unverified_items}"),
+            ("budget", f"{budget.max_tokens} tokens · {budget.max_items} items · per source: "
+                       + (", ".join(f"{k.value} {v}" for k, v in budget.per_source.items()) or "-")),
+            ("", ""),
+            ("engine", pins.engine_version),
+            ("config hash", pins.config_hash[:16]),
+            ("policy hash", pins.policy_hash[:16]),
+            ("index version", pins.index_version),
+            ("git", (pins.git_commit[:12] if pins.git_commit else "-") + (" (dirty)" if pins.git_dirty else "")),
         ]
-        self.query_one("#scope-text", Static).update("\n".join(lines))
+        # A grid keeps wrapped values under their column instead of under the labels.
+        grid = RichTable.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for label, value in fields:
+            grid.add_row(Text(label), Text(value))
+        self.query_one("#scope-text", Static).update(grid)
 
     def _show_plan(self, view: SnapshotView) -> None:
         table = self.query_one("#plan-table", DataTable)
@@ -164,13 +198,31 @@ class SnapshotScreen(Screen[None]):
         for query in view.plan.sub_queries:
             strongest = sorted(query.terms, key=lambda t: (-t.weight, t.term))[:6]
             table.add_row(query.id, query.intent.value, ", ".join(s.value for s in query.sources), str(query.top_k),
-                          query.min_authority.value, ", ".join(f"{t.term}×{t.weight:g}" for t in strongest))
+                          query.min_authority.value, ", ".join(f"{t.term}×{t.weight:g}" for t in strongest),
+                          key=query.id)
+        self._show_sub_query()
+
+    def _show_sub_query(self) -> None:
+        """The highlighted sub-query in full: every term with its weight."""
+        table = self.query_one("#plan-table", DataTable)
+        detail = self.query_one("#plan-detail", Static)
+        if self.view is None or table.row_count == 0:
+            detail.update("")
+            return
+        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        query = next(q for q in self.view.plan.sub_queries if q.id == key)
+        terms = ", ".join(f"{t.term}×{t.weight:g}" for t in sorted(query.terms, key=lambda t: (-t.weight, t.term)))
+        detail.update(f"{query.id} ({query.intent.value}) · {', '.join(s.value for s in query.sources)}\nterms: {terms}")
+
+    @on(DataTable.RowHighlighted, "#plan-table")
+    def sub_query_highlighted(self) -> None:
+        self._show_sub_query()
 
     def _show_items(self, view: SnapshotView) -> None:
         table = self.query_one("#item-table", DataTable)
         table.clear()
         for item in view.items:
-            table.add_row(item.citation_id, item.source_ref, "✓" if item.hash_ok else "✗",
+            table.add_row(item.citation_id, item.source_ref, OK if item.hash_ok else BAD,
                           str(len(item.trim_ranges)) if item.trim_ranges else "-", key=item.citation_id)
         self._show_item(view.items[0] if view.items else None)
 
@@ -182,11 +234,11 @@ class SnapshotScreen(Screen[None]):
         table.clear()
         known = {i.citation_id: i for i in view.items}
         for item in view.items:
-            table.add_row(item.citation_id, f"#{item.rank}", item.source_ref, ", ".join(item.cited_by) or "not cited",
-                          "✓", key=item.citation_id)
+            table.add_row(item.citation_id, OK, f"#{item.rank}", item.source_ref,
+                          ", ".join(item.cited_by) or "not cited", key=item.citation_id)
         dangling = [(ref, cid) for ref, ids in view.response_citations for cid in ids if cid not in known]
         for ref, citation_id in dangling:
-            table.add_row(citation_id, "-", "(not in this snapshot)", ref, "✗", key=f"dangling:{ref}:{citation_id}")
+            table.add_row(citation_id, BAD, "-", "(not in this snapshot)", ref, key=f"dangling:{ref}:{citation_id}")
         note = f"{len(view.items)} citations in the block"
         note += f" · {len(dangling)} cited but not shown ✗" if dangling else ""
         note += " · j: jump to the item"
@@ -198,7 +250,9 @@ class SnapshotScreen(Screen[None]):
         if not message.append:
             table.clear()
             self.candidate_count = 0
+            self.candidate_rows = {}
         for row in message.page.rows:
+            self.candidate_rows[str(row.ordinal)] = row
             scores = row.scores
 
             def fmt(name: str) -> str:
@@ -211,9 +265,26 @@ class SnapshotScreen(Screen[None]):
         self.candidate_count += len(message.page.rows)
         self.next_after = message.page.next_after
         more = " · m: more" if self.next_after else ""
+        arrow = "↓" if self.descending else "↑"
         self.query_one("#candidate-status", Static).update(
-            f"{self.candidate_count} of {message.page.total} candidates · sorted by {self.sort}{more}"
+            f"{self.candidate_count} of {message.page.total} candidates · sorted by {self.sort} {arrow}{more}"
         )
+        self._show_candidate()
+
+    def _show_candidate(self) -> None:
+        """The highlighted candidate in full: reason and every score, whatever the width."""
+        table = self.query_one("#candidate-table", DataTable)
+        detail = self.query_one("#candidate-detail", Static)
+        if table.row_count == 0:
+            detail.update("No candidate matches this filter." if self.filter_text else "")
+            return
+        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        row = self.candidate_rows[key]
+        scores = " · ".join(
+            f"{SCORE_NAMES.get(name, name)} {row.scores[name]:.2f}"
+            for name in ("final", *(n for n in row.scores if n != "final")) if row.scores.get(name) is not None
+        )
+        detail.update(f"#{row.ordinal} {row.source_ref} · {row.stage.value}: {row.reason}\n{scores or 'not scored'}")
 
     # ------------------------------------------------------------------ interaction
 
@@ -221,6 +292,18 @@ class SnapshotScreen(Screen[None]):
     def item_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if self.view is not None and event.row_key.value is not None:
             self._show_item(next((i for i in self.view.items if i.citation_id == event.row_key.value), None))
+
+    @on(DataTable.RowHighlighted, "#candidate-table")
+    def candidate_highlighted(self) -> None:
+        self._show_candidate()
+
+    @on(DataTable.HeaderSelected, "#candidate-table")
+    def candidate_header(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key not in CANDIDATE_SORTS:
+            self.notify(f"Candidates cannot be sorted by {key}; filter by it instead.", timeout=3)
+            return
+        self._sort_candidates(key, not self.descending if key == self.sort else key in DESCENDING_FIRST)
 
     @on(Input.Changed, "#candidate-filter")
     def candidate_filter(self, event: Input.Changed) -> None:
@@ -258,7 +341,11 @@ class SnapshotScreen(Screen[None]):
             self.load_candidates(append=True)
 
     def action_cycle_sort(self) -> None:
-        self.sort = CANDIDATE_SORTS[(CANDIDATE_SORTS.index(self.sort) + 1) % len(CANDIDATE_SORTS)]
+        key = CANDIDATE_SORTS[(CANDIDATE_SORTS.index(self.sort) + 1) % len(CANDIDATE_SORTS)]
+        self._sort_candidates(key, key in DESCENDING_FIRST)
+
+    def _sort_candidates(self, key: str, descending: bool) -> None:
+        self.sort, self.descending = key, descending
         self.next_after = None
         self.load_candidates(append=False)
 

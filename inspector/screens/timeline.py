@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from core.readmodel import SessionView, TurnView, VerifyStatus
 from core.vocab import EventType
 from inspector.actions import bindings_for
+from inspector.widgets.fitted_table import Column, FittedTable
 
 ICONS = {
     EventType.SESSION_STARTED: "●",
@@ -22,6 +23,12 @@ ICONS = {
     EventType.TOOL_FINISHED: "⚙",
     EventType.RETRIEVAL_SNAPSHOT_CREATED: "▣",
 }
+COLUMNS = (
+    Column("turn", "turn", 4),
+    Column("seq", "#", 4),
+    Column("type", "event", 28, min_width=16),
+    Column("summary", "summary", 40, min_width=12, flex=1),
+)
 
 
 class TimelineScreen(Screen[None]):
@@ -30,6 +37,8 @@ class TimelineScreen(Screen[None]):
     SCOPE = "timeline"
     CSS_PATH = "timeline.tcss"
     BINDINGS = bindings_for("timeline")
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    """Below 120 columns the event detail goes under the table instead of beside it."""
 
     class Loaded(Message):
         def __init__(self, session: SessionView, turns: tuple[TurnView, ...], status: VerifyStatus) -> None:
@@ -48,18 +57,13 @@ class TimelineScreen(Screen[None]):
         yield Header()
         yield Static(f"session {self.session_id}", id="timeline-title", markup=False)
         with Horizontal(id="timeline-body"):
-            yield DataTable(id="events", cursor_type="row")
+            yield FittedTable(COLUMNS, id="events", cursor_type="row")
             yield Static("", id="event-detail", markup=False)
         yield Static("loading…", id="timeline-status", classes="status-line", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_column("turn", key="turn", width=4)
-        table.add_column("#", key="seq", width=4)
-        table.add_column("event", key="type")
-        table.add_column("summary", key="summary")
-        table.focus()
+        self.query_one(DataTable).focus()
         self.load()
 
     @work(thread=True, exclusive=True)

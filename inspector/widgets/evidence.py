@@ -24,6 +24,7 @@ class EvidenceText(VerticalScroll):
         if item is None:
             header.update("Nothing was selected in this snapshot: see the Candidates and Funnel tabs for why.")
             body.update("")
+            body.border_title = None
             return
         ok = text_hash(item.visible_text) == item.visible_text_hash
         mark = "[$success]✓[/]" if ok else "[$error]✗ hash mismatch[/]"
@@ -53,3 +54,4 @@ class EvidenceText(VerticalScroll):
                 parts.append(line)  # plain Content: whitespace exactly as the model saw it
             parts.append("\n")
         body.update(Content.assemble(*parts[:-1]))
+        body.border_title = "what the model saw" + (f" · lines {item.lines}" if item.lines else "")

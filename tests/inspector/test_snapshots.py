@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector.screens.drift import DriftScreen
+from inspector.screens.drift import DriftScreen, SessionDriftScreen
 from inspector.screens.help import HelpScreen
 from inspector.screens.snapshot import SnapshotScreen
 from inspector.screens.timeline import TimelineScreen
@@ -20,6 +20,21 @@ SESSION = "s-auth-role-mock-0001"
 SNAPSHOT = "snap-auth-role-mock-0002"
 
 
+def opening(make_screen=None, *keys: str):
+    """A run_before that settles, pushes the screen ``make_screen()`` makes, presses ``keys``."""
+
+    async def run_before(pilot):
+        await settle(pilot)
+        if make_screen is not None:
+            pilot.app.push_screen(make_screen())
+            await settle(pilot)
+        if keys:
+            await pilot.press(*keys)
+            await settle(pilot)
+
+    return run_before
+
+
 def first_snapshot_of(db) -> str:
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT id FROM snapshots WHERE session_id = ? ORDER BY turn, id LIMIT 1", (SESSION,)).fetchone()[0]
@@ -27,26 +42,15 @@ def first_snapshot_of(db) -> str:
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_sessions_screen(snap_compare, sample_store, size):
-    """Sessions list with verify marks, sorted by start time."""
-
-    async def run_before(pilot):
-        await settle(pilot)
-
-    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=run_before)
+    """Sessions list with verify marks, sorted by start time; the highlighted one in full below."""
+    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=opening())
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_timeline_screen(snap_compare, sample_store, size):
-    """The auth session's events, turn by turn, with the detail pane."""
-
-    async def run_before(pilot):
-        await settle(pilot)
-        pilot.app.push_screen(TimelineScreen(SESSION))
-        await settle(pilot)
-        await pilot.press("n", "n")
-        await settle(pilot)
-
-    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=run_before)
+    """The auth session's events, turn by turn, with the detail pane (under the table when narrow)."""
+    assert snap_compare(build_app(sample_store), terminal_size=size,
+                        run_before=opening(lambda: TimelineScreen(SESSION), "n", "n"))
 
 
 @pytest.mark.parametrize("tab", ["scope", "plan", "funnel", "candidates", "evidence", "citations"])
@@ -54,55 +58,38 @@ def test_timeline_screen(snap_compare, sample_store, size):
 def test_snapshot_tabs(snap_compare, sample_store, size, tab):
     """Each tab of the snapshot screen for the auth story's scoped retrieval."""
     snapshot_id = first_snapshot_of(sample_store)
-
-    async def run_before(pilot):
-        await settle(pilot)
-        pilot.app.push_screen(SnapshotScreen(snapshot_id, tab=tab))
-        await settle(pilot)
-
-    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(sample_store), terminal_size=size,
+                        run_before=opening(lambda: SnapshotScreen(snapshot_id, tab=tab)))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_drift_screen(snap_compare, sample_store, size):
-    """Drift of the first auth snapshot after the staged fixture fix: content-changed with a diff."""
+    """Drift of the first auth snapshot after the staged fixture fix: the cursor lands on the
+    content-changed item and its diff is shown."""
     snapshot_id = first_snapshot_of(sample_store)
+    assert snap_compare(build_app(sample_store), terminal_size=size,
+                        run_before=opening(lambda: DriftScreen(snapshot_id), "r"))
 
-    async def run_before(pilot):
-        await settle(pilot)
-        pilot.app.push_screen(DriftScreen(snapshot_id))
-        await settle(pilot)
-        await pilot.press("r")
-        await settle(pilot)
 
-    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=run_before)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_session_drift_screen(snap_compare, sample_store, size):
+    """Drift of every snapshot of the auth session, one row per snapshot."""
+    assert snap_compare(build_app(sample_store), terminal_size=size,
+                        run_before=opening(lambda: SessionDriftScreen(SESSION), "r"))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_why_not_screen(snap_compare, sample_store, size):
     """Why-not answering for a path that was never recalled."""
     snapshot_id = first_snapshot_of(sample_store)
-
-    async def run_before(pilot):
-        await settle(pilot)
-        pilot.app.push_screen(WhyNotScreen(snapshot_id))
-        await settle(pilot)
-        await pilot.press(*"README.md", "enter")
-        await settle(pilot)
-
-    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(sample_store), terminal_size=size,
+                        run_before=opening(lambda: WhyNotScreen(snapshot_id), *"README.md", "enter"))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_help_screen(snap_compare, sample_store, size):
     """Every key and command, from the actions registry."""
-
-    async def run_before(pilot):
-        await settle(pilot)
-        pilot.app.push_screen(HelpScreen())
-        await settle(pilot)
-
-    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=opening(HelpScreen))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -114,18 +101,28 @@ def test_error_screen(snap_compare, size):
     db.unlink(missing_ok=True)
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE customers (id INTEGER)")
-
-    async def run_before(pilot):
-        await settle(pilot)
-
-    assert snap_compare(build_app(db), terminal_size=size, run_before=run_before)
+    assert snap_compare(build_app(db), terminal_size=size, run_before=opening())
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_light_theme_sessions(snap_compare, sample_store, size):
     """The sessions screen in the light theme."""
+    assert snap_compare(build_app(sample_store, theme="textual-light"), terminal_size=size, run_before=opening())
 
-    async def run_before(pilot):
-        await settle(pilot)
 
-    assert snap_compare(build_app(sample_store, theme="textual-light"), terminal_size=size, run_before=run_before)
+LIGHT_SCREENS = {
+    "timeline": lambda db: TimelineScreen(SESSION),
+    "candidates": lambda db: SnapshotScreen(first_snapshot_of(db), tab="candidates"),
+    "evidence": lambda db: SnapshotScreen(first_snapshot_of(db), tab="evidence"),
+    "citations": lambda db: SnapshotScreen(first_snapshot_of(db), tab="citations"),
+    "drift": lambda db: DriftScreen(first_snapshot_of(db)),
+    "help": lambda db: HelpScreen(),
+}
+
+
+@pytest.mark.parametrize("screen", sorted(LIGHT_SCREENS))
+def test_light_theme_screens(snap_compare, sample_store, screen):
+    """The other screens in the light theme (marks, diff colours and detail lines must stay legible)."""
+    keys = ("r",) if screen == "drift" else ()
+    assert snap_compare(build_app(sample_store, theme="textual-light"), terminal_size=(100, 30),
+                        run_before=opening(lambda: LIGHT_SCREENS[screen](sample_store), *keys))

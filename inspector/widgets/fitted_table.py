@@ -1,0 +1,172 @@
+"""A DataTable whose columns always fit its width, so nothing hides behind a horizontal scroll.
+
+Each column has a preferred width. Flexible columns take the room that is left and give it
+back first; other shrinkable columns then shrink towards their minimum; when even the minimums
+do not fit, droppable columns are hidden, highest ``drop`` first (screens show every field of
+the highlighted row in a detail pane, so a hidden column loses nothing). Widths never depend
+on content, so a screen renders the same whenever its rows arrive. Cells longer than their
+column end in "…", and cell strings are plain text, never markup: a path like ``[x]`` or a
+recorded message is shown as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import events
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: preferred ``width``, how far it may shrink, and how it gives way."""
+
+    key: str
+    label: str
+    width: int
+    min_width: int | None = None
+    """Narrowest it may become; ``None`` keeps it at ``width`` (a fixed column)."""
+    flex: int = 0
+    """Share of the room left over; flexible columns also shrink first."""
+    drop: int = 0
+    """0: always shown. Otherwise hidden when the minimums do not fit, highest first."""
+    short: str | None = None
+    """Header to use when ``label`` does not fit the width the column gets."""
+
+    @property
+    def narrowest(self) -> int:
+        return self.width if self.min_width is None else min(self.min_width, self.width)
+
+
+def fit_widths(columns: Sequence[Column], available: int, padding: int) -> dict[str, int]:
+    """Widths of the columns that are shown in ``available`` cells, in column order.
+
+    ``padding`` is the cells each column spends around its content. The result always
+    includes every column with ``drop == 0``; it may be wider than ``available`` only when
+    those alone do not fit.
+    """
+    shown = list(columns)
+
+    def cost(cols: Sequence[Column], width_of: Mapping[str, int]) -> int:
+        return sum(width_of[c.key] + padding for c in cols)
+
+    while True:
+        minimum = {c.key: c.narrowest for c in shown}
+        droppable = [c for c in shown if c.drop]
+        if cost(shown, minimum) <= available or not droppable:
+            break
+        shown.remove(max(droppable, key=lambda c: (c.drop, shown.index(c))))
+
+    widths = {c.key: c.width for c in shown}
+    excess = cost(shown, widths) - available
+    # Shrink: flexible columns first, then the rest, each group in proportion to how far
+    # its columns may shrink.
+    for group in ([c for c in shown if c.flex], [c for c in shown if not c.flex]):
+        slack = {c.key: widths[c.key] - c.narrowest for c in group}
+        total_slack = sum(slack.values())
+        if excess <= 0 or not total_slack:
+            continue
+        take = min(excess, total_slack)
+        taken = 0
+        for index, column in enumerate(group):
+            give = take - taken if index == len(group) - 1 else take * slack[column.key] // total_slack
+            give = min(give, slack[column.key])
+            widths[column.key] -= give
+            taken += give
+        excess -= taken
+    # Grow: the room left goes to flexible columns, by their share.
+    flexible = [c for c in shown if c.flex]
+    if excess < 0 and flexible:
+        room, shares = -excess, sum(c.flex for c in flexible)
+        for index, column in enumerate(flexible):
+            extra = room if index == len(flexible) - 1 else room * column.flex // shares
+            widths[column.key] += extra
+            room -= extra
+    return {c.key: widths[c.key] for c in shown}
+
+
+def plain(value: object) -> Text:
+    """A cell as plain text (no markup), one line, ending in "…" when cut."""
+    if isinstance(value, Text):
+        text = value.copy()
+    else:
+        text = Text(str(value))
+    text.no_wrap = True
+    text.overflow = "ellipsis"
+    return text
+
+
+class FittedTable(DataTable[Any]):
+    """A DataTable laid out by :func:`fit_widths` on every resize.
+
+    Rows are given in column order, every column included (shown or not); the table keeps
+    them so it can lay itself out again when its width changes.
+    """
+
+    def __init__(self, columns: Sequence[Column], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.specs: tuple[Column, ...] = tuple(columns)
+        self.shown_widths: dict[str, int] = {}
+        self._values: dict[RowKey, list[Any]] = {}
+        self._fitted_width = 0
+        self._lay_out({c.key: c.width for c in self.specs})
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.refit(event.size.width)
+
+    def refit(self, width: int) -> None:
+        if width <= 0 or width == self._fitted_width:
+            return
+        self._fitted_width = width
+        available = width - self.styles.scrollbar_size_vertical
+        widths = fit_widths(self.specs, available, 2 * self.cell_padding)
+        if widths != self.shown_widths:
+            self._lay_out(widths)
+
+    def _lay_out(self, widths: dict[str, int]) -> None:
+        cursor, scroll = self.cursor_row, self.scroll_offset
+        super().clear(columns=True)
+        self.shown_widths = widths
+        for spec in self.specs:
+            if spec.key in widths:
+                label = spec.short if spec.short and len(spec.label) > widths[spec.key] else spec.label
+                super().add_column(plain(label), key=spec.key, width=widths[spec.key])
+        for key, values in self._values.items():
+            super().add_row(*self._shown(values), key=key.value)
+        if self.row_count:
+            self.move_cursor(row=min(cursor, self.row_count - 1), animate=False, scroll=False)
+            self.scroll_to(scroll.x, scroll.y, animate=False)
+
+    def _shown(self, values: Sequence[Any]) -> list[Text]:
+        return [plain(value) for spec, value in zip(self.specs, values) if spec.key in self.shown_widths]
+
+    def add_row(self, *cells: Any, height: int | None = 1, key: str | None = None, label: Any = None) -> RowKey:
+        if len(cells) != len(self.specs):
+            raise ValueError(f"{len(cells)} cells for {len(self.specs)} columns")
+        row_key = super().add_row(*self._shown(cells), height=height, key=key, label=label)
+        self._values[row_key] = list(cells)
+        return row_key
+
+    def update_cell(self, row_key: RowKey | str, column_key: Any, value: Any, *, update_width: bool = False) -> None:
+        row_key = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column = str(getattr(column_key, "value", column_key))
+        index = next(i for i, spec in enumerate(self.specs) if spec.key == column)
+        self._values[row_key][index] = value
+        if column in self.shown_widths:
+            super().update_cell(row_key, column, plain(value))
+
+    def clear(self, columns: bool = False) -> FittedTable:
+        if columns:
+            raise ValueError("a FittedTable keeps its columns")
+        self._values.clear()
+        super().clear()
+        return self
+
+    def row_values(self, row_key: str) -> dict[str, Any]:
+        """Every field of a row, shown or not, by column key."""
+        values = self._values[RowKey(row_key)]
+        return {spec.key: value for spec, value in zip(self.specs, values)}

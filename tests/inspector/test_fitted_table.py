@@ -1,0 +1,126 @@
+"""Column fitting: pure width arithmetic, and no screen that scrolls sideways at 80 or 160 columns."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from textual.widgets import DataTable, Static
+
+from inspector.screens.drift import DriftScreen, SessionDriftScreen
+from inspector.screens.help import HelpScreen
+from inspector.screens.snapshot import SnapshotScreen
+from inspector.screens.timeline import TimelineScreen
+from inspector.widgets.fitted_table import Column, fit_widths
+from tests.inspector.conftest import build_app, settle
+from tests.inspector.test_snapshots import SESSION, first_snapshot_of
+
+COLUMNS = (
+    Column("id", "id", 20),
+    Column("name", "name", 16, min_width=8),
+    Column("note", "note", 30, min_width=10, flex=1, drop=2),
+    Column("extra", "extra", 10, drop=1),
+)
+
+
+def test_room_left_goes_to_the_flexible_column():
+    assert fit_widths(COLUMNS, 200, 2) == {"id": 20, "name": 16, "note": 200 - 8 - 46, "extra": 10}
+
+
+def test_flexible_columns_shrink_before_the_others_and_droppable_ones_go_highest_first():
+    assert fit_widths(COLUMNS, 80, 2) == {"id": 20, "name": 16, "note": 26, "extra": 10}
+    # 20 + 8 + 10 + 10 + 8 padding = 56 does not fit in 50: "note" (drop 2) goes before "extra".
+    assert fit_widths(COLUMNS, 50, 2) == {"id": 20, "name": 14, "extra": 10}
+    assert fit_widths(COLUMNS, 10, 2) == {"id": 20, "name": 8}
+
+
+column_lists = st.lists(
+    st.builds(
+        lambda i, width, shrink, flex, drop: Column(f"c{i}", "x", width, min_width=width - shrink, flex=flex, drop=drop),
+        st.integers(0, 1000), st.integers(1, 40), st.integers(0, 40), st.integers(0, 2), st.integers(0, 3),
+    ).map(lambda c: c if c.min_width is not None and c.min_width >= 0 else Column(c.key, c.label, c.width)),
+    min_size=1, max_size=8, unique_by=lambda c: c.key,
+)
+
+
+@given(column_lists, st.integers(0, 300))
+def test_fitted_widths_fit_unless_the_fixed_columns_alone_do_not(columns, available):
+    widths = fit_widths(columns, available, 2)
+    assert set(widths) >= {c.key for c in columns if not c.drop}
+    assert all(widths[c.key] >= c.narrowest for c in columns if c.key in widths)
+    fixed_minimum = sum(c.narrowest + 2 for c in columns if not c.drop)
+    if fixed_minimum <= available:
+        assert sum(w + 2 for w in widths.values()) <= available
+
+
+SCREENS = {
+    "sessions": lambda db: None,
+    "timeline": lambda db: TimelineScreen(SESSION),
+    "snapshot": lambda db: SnapshotScreen(first_snapshot_of(db)),
+    "drift": lambda db: DriftScreen(first_snapshot_of(db)),
+    "session-drift": lambda db: SessionDriftScreen(SESSION),
+    "help": lambda db: HelpScreen(),
+}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("name", sorted(SCREENS))
+async def test_no_table_scrolls_sideways(sample_store, name, size):
+    app = build_app(sample_store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = SCREENS[name](sample_store)
+        if screen is not None:
+            app.push_screen(screen)
+            await settle(pilot)
+        if name in ("drift", "session-drift"):
+            await pilot.press("r")
+            await settle(pilot)
+        tabs = ("plan", "candidates", "evidence", "citations") if name == "snapshot" else (None,)
+        for tab in tabs:
+            if tab:
+                app.screen.action_show_tab(tab)  # type: ignore[attr-defined]
+                await settle(pilot)
+            for table in app.screen.query(DataTable):
+                if table.display and table.size.width:
+                    assert table.max_scroll_x == 0, (name, tab, table.id, table.virtual_size.width, table.size.width)
+
+
+async def test_sessions_at_80_columns_show_title_and_branch_below_the_table(sample_store):
+    app = build_app(sample_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        assert "title" not in table.shown_widths and "branch" not in table.shown_widths  # type: ignore[attr-defined]
+        await pilot.press("down")
+        await settle(pilot)
+        detail = str(app.screen.query_one("#session-detail", Static).render())
+        highlighted = table.row_values(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value))  # type: ignore[attr-defined]
+        assert highlighted["title"] in detail and f"@ {highlighted['branch']}" in detail
+
+
+async def test_clicking_a_candidate_header_sorts_by_it_and_again_reverses(sample_store):
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(SnapshotScreen(first_snapshot_of(sample_store), tab="candidates"))
+        await settle(pilot)
+        table = app.screen.query_one("#candidate-table", DataTable)
+        x = 0
+        for key, width in table.shown_widths.items():  # type: ignore[attr-defined]
+            if key == "final":
+                break
+            x += width + 2
+        finals = lambda: [  # noqa: E731
+            float(v["final"]) for v in map(table.row_values, (str(k.value) for k in table.rows))  # type: ignore[attr-defined]
+            if v["final"] != "-"
+        ]
+        await pilot.click("#candidate-table", offset=(x + 1, 0))
+        await settle(pilot)
+        status = str(app.screen.query_one("#candidate-status", Static).render())
+        assert "sorted by final ↓" in status
+        assert finals() == sorted(finals(), reverse=True) and len(set(finals())) > 1
+        await pilot.click("#candidate-table", offset=(x + 1, 0))
+        await settle(pilot)
+        assert "sorted by final ↑" in str(app.screen.query_one("#candidate-status", Static).render())
+        assert finals() == sorted(finals())

@@ -36,11 +36,11 @@ ITEM_COLUMNS = (
     Column("class", "class", 15, min_width=9),
     Column("frozen", "frozen", 6),
     Column("today", "today", 5),
-    Column("source_ref", "source_ref", 34, min_width=16, flex=2),
-    Column("note", "note", 30, min_width=12, flex=1, drop=1),
+    Column("source_ref", "source_ref", 34, min_width=24, flex=1),
+    Column("note", "note", 24, min_width=20, drop=1),
 )
 RUN_COLUMNS = (
-    Column("run", "run", 16, min_width=12),
+    Column("run", "run", 18, min_width=12),
     Column("at", "at (UTC)", 19, min_width=16),
     Column("index", "index", 18, min_width=12, drop=1),
     Column("summary", "summary", 40, min_width=20, flex=1),

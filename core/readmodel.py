@@ -12,8 +12,6 @@ per session on demand and cached in this object, so the first screen never re-ha
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -22,7 +20,6 @@ from sqlalchemy import func, or_, tuple_
 from sqlmodel import select
 
 from core.audit.drift import DriftReport, DriftRunSummary, compute_drift, list_drift_runs, load_drift_run
-from core.audit.replay import context_hash_of
 from core.clock import Clock, IdSource
 from core.audit.whynot import QueryKind, WhyNotAnswer, why_not
 from core.contracts import (
@@ -405,13 +402,6 @@ class ReadModel:
     def snapshot_ids(self, session_id: str) -> tuple[str, ...]:
         return tuple(i for turn in self.timeline(session_id) for i in turn.snapshot_ids)
 
-    def context_hash_ok(self, snapshot_ids: Sequence[str], recorded: str) -> bool:
-        blocks = []
-        for snapshot_id in snapshot_ids:
-            view = self.snapshot(snapshot_id)
-            blocks.append(view.block)
-        return context_hash_of(blocks) == recorded
-
 
 def _session_view(session: SessionRow, head: SessionHeadRow) -> SessionView:
     return SessionView(
@@ -451,11 +441,6 @@ def _funnel(snapshot: AuditSnapshot) -> tuple[tuple[str, int], ...]:
     rows: list[tuple[str, int]] = [("recalled", recalled)]
     rows += [(stage.value, snapshot.stats.get(stage, 0)) for stage in Stage if stage not in (Stage.NOT_RECALLED, Stage.CITED)]
     return tuple(rows)
-
-
-def dumps_scope(scope: RetrievalScope) -> str:
-    """The scope as indented JSON, for display."""
-    return json.dumps(scope.model_dump(mode="json"), indent=2, ensure_ascii=False)
 
 
 def store_label(url: str) -> str:

@@ -41,6 +41,9 @@ def probe(
 ) -> list[RejectedItem]:
     """Rejections for what the scope withheld, one per chunk or memory, in probe order."""
     rejected: dict[str, RejectedItem] = {}
+    memory_probed: set[tuple[tuple[str, float], ...]] = set()
+    """Term lists already probed against memory: sub-queries usually share their terms, and
+    each probe reads and scores every memory version of every project."""
     for sub_query in sub_queries:
         terms = [(t.term, t.weight) for t in sub_query.terms]
         hits = scorer.search(terms, RecallFilter(project=None, all_versions=True), top_k=PROBE_TOP_K)
@@ -51,7 +54,9 @@ def probe(
             verdict = _why_withheld(row, scope, window)
             if verdict is not None:
                 rejected[candidate_id] = _item(candidate_id, row, *verdict)
-        if Source.MEMORY in sub_query.sources or Source.MEMORY in scope.denied_sources:
+        wants_memory = Source.MEMORY in sub_query.sources or Source.MEMORY in scope.denied_sources
+        if wants_memory and tuple(terms) not in memory_probed:
+            memory_probed.add(tuple(terms))
             for item in _memory_probe(store, terms, scope):
                 rejected.setdefault(item.candidate_id, item)
     for item in _denied_source_probe(store, scorer, list(sub_queries), scope, window, recalled_ids):

@@ -288,6 +288,13 @@ class SnapshotScreen(Screen[None]):
 
     # ------------------------------------------------------------------ interaction
 
+    @on(TabbedContent.TabActivated)
+    def tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Keys act on the tab a person is looking at: focus its table."""
+        tables = event.pane.query(DataTable) if event.pane is not None else None
+        if tables:
+            tables.first().focus()
+
     @on(DataTable.RowHighlighted, "#item-table")
     def item_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if self.view is not None and event.row_key.value is not None:

@@ -637,5 +637,9 @@ def event_summary(event: Event) -> str:
             return f"{payload['tool']} ({payload['call_id']})"
         case EventType.RETRIEVAL_SNAPSHOT_CREATED:
             return f"snapshot {payload['snapshot_id']} ({payload['selected_count']} selected)"
+        case EventType.SESSION_STARTED:
+            where = f"{payload.get('project', '')}@{payload.get('branch') or '-'}"
+            agent = f" by {payload['agent']}" if payload.get("agent") else ""
+            return (f"session on {where}{agent}" + (f": {payload['title']}" if payload.get("title") else ""))[:100]
         case _:
             return json.dumps(payload, ensure_ascii=False)[:100]

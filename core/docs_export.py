@@ -20,6 +20,7 @@ from core.contracts import (
     RetrievalScope,
     VerifyReport,
 )
+from core.record.findings import Finding
 from core.vocab import ALL_VOCABULARIES
 
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
@@ -29,6 +30,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "event": Event,
     "memory-record": MemoryRecord,
     "verify-report": VerifyReport,
+    "finding": Finding,
 }
 
 

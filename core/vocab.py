@@ -187,6 +187,28 @@ class RedactionKind(StrEnum):
     BEARER_TOKEN = "bearer-token"
 
 
+class FindingKind(StrEnum):
+    """The failure forms (section 十 of the seed essay), plus two checks of replies."""
+
+    SIMILARITY_POLLUTION = "similarity-pollution"
+    TIME_POLLUTION = "time-pollution"
+    PERMISSION_POLLUTION = "permission-pollution"
+    CANDIDATE_MEMORY_POLLUTION = "candidate-memory-pollution"
+    CITATION_DISTORTION = "citation-distortion"
+    BUDGET_TRIM_DISTORTION = "budget-trim-distortion"
+    REPLAY_DRIFT = "replay-drift"
+    UNSUPPORTED_CITATION = "unsupported-citation"
+    UNCITED_REPLY = "uncited-reply"
+
+
+class Outcome(StrEnum):
+    """Whether a failure form reached the model, was withheld, or is only exposed."""
+
+    OCCURRED = "occurred"
+    PREVENTED = "prevented"
+    DETECTED = "detected"
+
+
 ALL_VOCABULARIES: tuple[type[StrEnum], ...] = (
     Source,
     EvidenceKind,
@@ -202,4 +224,6 @@ ALL_VOCABULARIES: tuple[type[StrEnum], ...] = (
     EventType,
     DriftClass,
     RedactionKind,
+    FindingKind,
+    Outcome,
 )

@@ -20,36 +20,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 
 from core.contracts import AuditSnapshot, Contract, SnapshotItem
 from core.pipeline.recall import WORKSPACE_SOURCES
 from core.pipeline.rerank import COMPONENTS, WEIGHTS
 from core.record import facts
 from core.store.store import Store
-from core.vocab import DriftClass, EvidenceKind, MemoryStatus, Source, Stage, Visibility
-
-
-class FindingKind(StrEnum):
-    """The failure forms (section 十 of the seed essay), plus two checks of replies."""
-
-    SIMILARITY_POLLUTION = "similarity-pollution"
-    TIME_POLLUTION = "time-pollution"
-    PERMISSION_POLLUTION = "permission-pollution"
-    CANDIDATE_MEMORY_POLLUTION = "candidate-memory-pollution"
-    CITATION_DISTORTION = "citation-distortion"
-    BUDGET_TRIM_DISTORTION = "budget-trim-distortion"
-    REPLAY_DRIFT = "replay-drift"
-    UNSUPPORTED_CITATION = "unsupported-citation"
-    UNCITED_REPLY = "uncited-reply"
-
-
-class Outcome(StrEnum):
-    """Whether a failure form reached the model, was withheld, or is only exposed."""
-
-    OCCURRED = "occurred"
-    PREVENTED = "prevented"
-    DETECTED = "detected"
+from core.vocab import DriftClass, EvidenceKind, FindingKind, MemoryStatus, Outcome, Source, Stage, Visibility
 
 
 class Finding(Contract):

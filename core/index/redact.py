@@ -39,6 +39,8 @@ changes nothing. Text outside the recorded ranges is never changed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 import re
 import string
@@ -86,6 +88,20 @@ def shannon_entropy(value: str) -> float:
     """Shannon entropy of ``value`` in bits per character (0 for the empty string)."""
     n = len(value)
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
+
+
+def redact_values(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings, numbers) with every string redacted.
+
+    For structured records such as tool arguments, where a token can sit at any depth.
+    """
+    if isinstance(value, str):
+        return redact(value).text
+    if isinstance(value, dict):
+        return {key: redact_values(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_values(item) for item in value]
+    return value
 
 
 def redact(text: str) -> Redacted:

@@ -36,7 +36,7 @@ from core.contracts import (
 from core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
 from core.hashing import text_hash
 from core.index.indexer import index_workspace
-from core.index.redact import redact
+from core.index.redact import redact, redact_values
 from core.index.sources import SourceClassifier
 from core.memory import deprecate, import_memories, link_conflict, promote, read_jsonl
 from core.pipeline.policy import Policy, find_policy, load_policy
@@ -291,7 +291,7 @@ class _Recorder:
     def _tool(self, step: ToolStep) -> None:
         call_id = self.ids.new_id("call")
         output = redact(step.output).text
-        self._append(EventType.TOOL_STARTED, ToolStartedPayload(call_id=call_id, tool=step.tool, arguments=step.arguments))
+        self._append(EventType.TOOL_STARTED, ToolStartedPayload(call_id=call_id, tool=step.tool, arguments=redact_values(step.arguments)))
         artifacts: tuple[ArtifactRef, ...] = ()
         if step.artifact:
             data = output.encode("utf-8")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from core.hashing import text_hash
-from core.index.redact import ENTROPY_THRESHOLD, Redacted, placeholder, redact, shannon_entropy
+from core.index.redact import ENTROPY_THRESHOLD, Redacted, placeholder, redact, redact_values, shannon_entropy
 from core.vocab import RedactionKind as K
 
 ALNUM = string.ascii_letters + string.digits
@@ -413,3 +413,12 @@ def test_redaction_keeps_every_line_in_place():
     assert result.text.splitlines()[-1] == "b = 2"
     assert result.text.splitlines().index("b = 2") == text.splitlines().index("b = 2")
     assert redact(result.text).text == result.text
+
+
+def test_structured_values_are_redacted_at_any_depth() -> None:
+    secret = "ghp_" + fake(36, seed="args")
+    value = {"cmd": "deploy", "env": {"GITHUB_TOKEN": secret}, "argv": ["--token", secret, 3], "dry": False}
+    result = redact_values(value)
+    assert secret not in repr(result)
+    assert result["env"]["GITHUB_TOKEN"].startswith("[REDACTED:")
+    assert result["argv"][2] == 3 and result["dry"] is False and result["cmd"] == "deploy"

@@ -297,3 +297,17 @@ def test_no_sample_file_is_ignored_by_git():
     spec = pathspec.GitIgnoreSpec.from_lines((ROOT / ".gitignore").read_text(encoding="utf-8").splitlines())
     files = [p.relative_to(ROOT).as_posix() for p in SAMPLES.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert files and [f for f in files if spec.match_file(f)] == []
+
+
+def test_secrets_in_tool_arguments_and_output_are_redacted_before_they_are_stored(tmp_path):
+    token = "ghp_" + "Zq7" * 12
+    base = write_scenario(tmp_path / "tiny", tiny_script([
+        {"tool": "deploy", "arguments": {"env": {"GITHUB_TOKEN": token}, "argv": ["--token", token]},
+         "output": f"using token {token}", "exit_code": 0},
+    ]), TINY_FILES)
+    db = str(tmp_path / "s.db")
+    result = record_script(base, db=db)
+    with Store.open(db, read_only=True) as store:
+        tool_events = [e for e in store.events(result.session_id) if e.type.value.startswith("tool.")]
+    assert tool_events and all(token not in repr(e.payload) for e in tool_events)
+    assert tool_events[0].payload["arguments"]["env"]["GITHUB_TOKEN"].startswith("[REDACTED:")

@@ -15,9 +15,11 @@ from core.errors import InvalidInputError
 from core.index.chunks import fetch_chunks
 from core.index.indexer import IndexReport, index_workspace
 from core.index.scorer import RecallFilter, Scorer
+from core.index.sources import SourceClassifier
 from core.index.timeutil import to_micros
 from core.index.tokenizer import tokenize
 from core.output import console, print_json
+from core.pipeline.policy import find_policy
 from core.store.store import Store
 from core.vocab import Source
 
@@ -28,6 +30,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     index.add_argument("--project", required=True, help="project name the index belongs to")
     index.add_argument("--branch", help="branch name (default: none)")
     index.add_argument("--max-bytes", type=int, default=1_000_000, help="skip files larger than this")
+    index.add_argument("--policy", type=Path, help="policy TOML for rule_globs/decision_globs "
+                       "(default: PATH/.scopelens/policy.toml)")
     index.add_argument("--json", action="store_true", help="print JSON")
     index.set_defaults(run=run_index)
 
@@ -55,10 +59,14 @@ def parse_time(value: str | None, *, flag: str) -> datetime | None:
 
 
 def run_index(args: argparse.Namespace) -> int:
+    # The policy says where the project keeps rules and decisions; retrieval reads the same file.
+    policy = find_policy(args.path, args.policy)
+    classifier = SourceClassifier().with_globs(policy.rule_globs, policy.decision_globs)
     with Store.open(args.db, create=True) as store:
         if args.json:
             report = index_workspace(
-                store, args.path, project=args.project, branch=args.branch, max_bytes=args.max_bytes
+                store, args.path, project=args.project, branch=args.branch, max_bytes=args.max_bytes,
+                classifier=classifier,
             )
         else:
             with Progress(
@@ -72,7 +80,7 @@ def run_index(args: argparse.Namespace) -> int:
 
                 report = index_workspace(
                     store, args.path, project=args.project, branch=args.branch,
-                    max_bytes=args.max_bytes, progress=progress,
+                    max_bytes=args.max_bytes, progress=progress, classifier=classifier,
                 )
     _print_index_report(report, as_json=args.json)
     return 0

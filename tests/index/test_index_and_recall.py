@@ -182,3 +182,20 @@ def test_index_and_search_cli(capsys, tmp_path, workspace):
     assert "not an ISO-8601" in capsys.readouterr().err
     assert main(["index", str(tmp_path / "missing"), "--project", "alpha", "--db", db]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_index_cli_reads_where_the_policy_keeps_rules_and_decisions(capsys, tmp_path):
+    workspace = tmp_path / "ws"
+    (workspace / "handbook").mkdir(parents=True)
+    (workspace / "handbook" / "mocks.md").write_text("# Mocks\n\nEvery mock declares its role.\n")
+    (workspace / ".scopelens").mkdir()
+    (workspace / ".scopelens" / "policy.toml").write_text('rule_globs = ["handbook/*"]\n')
+    db = str(tmp_path / "policy.db")
+    assert main(["index", str(workspace), "--project", "p", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["search", "mock role", "--project", "p", "--source", "project-rule", "--db", db, "--json"]) == 0
+    assert [r["path"] for r in json.loads(capsys.readouterr().out)["results"]] == ["handbook/mocks.md"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("rule_globz = []\n")
+    assert main(["index", str(workspace), "--project", "p", "--db", db, "--policy", str(bad)]) == 2
+    assert "rule_globz" in capsys.readouterr().err

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from core.contracts import Candidate, RejectedItem, RetrievalBudget
 from core.hashing import text_hash
 from core.pipeline.boundary import rejection
-from core.vocab import Stage
+from core.vocab import EvidenceKind, Stage
 
 MIN_FINAL_SCORE = 0.12
 """Below this final score a candidate is noise whatever the budget."""
 RELATIVE_CUTOFF = 0.25
 """A candidate scoring under this share of the best final score is cut."""
+REQUIRED_EVIDENCE_SEATS = "reserve-item-seats"
+"""How required evidence kinds are treated (pinned in the engine config, so drift can tell
+a snapshot taken before this rule from one taken after)."""
 
 
 @dataclass
@@ -21,7 +25,13 @@ class Packed:
     rejected: list[RejectedItem] = field(default_factory=list)
 
 
-def pack(ranked: list[Candidate], budget: RetrievalBudget) -> Packed:
+def pack(ranked: list[Candidate], budget: RetrievalBudget, required: Sequence[EvidenceKind] = ()) -> Packed:
+    """Select in rank order under the item caps.
+
+    A kind of evidence the intent requires keeps a seat for its best eligible candidate:
+    without it a low-ranked failing-test log would lose its place to the tenth similar
+    source file, and the block would report the evidence as missing although it was found.
+    """
     result = Packed()
     if not ranked:
         return result
@@ -35,7 +45,7 @@ def pack(ranked: list[Candidate], budget: RetrievalBudget) -> Packed:
         for c in ranked
     }
     seen_text: dict[str, str] = {}
-    per_source: dict[str, int] = {}
+    eligible: list[Candidate] = []
     for candidate in ranked:
         digest = text_hash(candidate.text)
         if digest in seen_text:
@@ -47,6 +57,11 @@ def pack(ranked: list[Candidate], budget: RetrievalBudget) -> Packed:
                 rejection(candidate, Stage.BELOW_CUTOFF, f"final score {candidate.scores.final:.3f} below cutoff {cutoff:.3f}")
             )
             continue
+        eligible.append(candidate)
+    reserved = _reserved_seats(eligible, budget, required)
+    per_source: dict[str, int] = {}
+    selected_ids: set[str] = set()
+    for candidate in eligible:
         cap = budget.per_source.get(candidate.source)
         used = per_source.get(candidate.source.value, 0)
         if cap is not None and used >= cap:
@@ -54,9 +69,26 @@ def pack(ranked: list[Candidate], budget: RetrievalBudget) -> Packed:
                 rejection(candidate, Stage.OVER_BUDGET, f"per-source cap for {candidate.source.value} ({cap}) reached")
             )
             continue
-        if len(result.selected) >= budget.max_items:
-            result.rejected.append(rejection(candidate, Stage.OVER_BUDGET, f"max_items ({budget.max_items}) reached"))
+        waiting = [kind for kind, seat in reserved.items() if seat.id != candidate.id and seat.id not in selected_ids]
+        if len(result.selected) + len(waiting) >= budget.max_items:
+            kept = f"; seats kept for required {', '.join(k.value for k in waiting)}" if waiting else ""
+            result.rejected.append(rejection(candidate, Stage.OVER_BUDGET, f"max_items ({budget.max_items}) reached{kept}"))
             continue
         per_source[candidate.source.value] = used + 1
         result.selected.append(candidate)
+        selected_ids.add(candidate.id)
     return result
+
+
+def _reserved_seats(
+    eligible: list[Candidate], budget: RetrievalBudget, required: Sequence[EvidenceKind]
+) -> dict[EvidenceKind, Candidate]:
+    """The best eligible candidate of each required kind (whose source is not capped at 0)."""
+    seats: dict[EvidenceKind, Candidate] = {}
+    for kind in dict.fromkeys(required):
+        seat = next(
+            (c for c in eligible if c.evidence_kind == kind and budget.per_source.get(c.source, 1) > 0), None
+        )
+        if seat is not None:
+            seats[kind] = seat
+    return dict(list(seats.items())[: budget.max_items])

@@ -69,6 +69,7 @@ def engine_config() -> dict[str, Any]:
         "subquery_top_k": {k.value: v for k, v in SUBQUERY_TOP_K.items()},
         "rerank_weights": {p.value: w for p, w in rerank_module.WEIGHTS.items()},
         "cutoff": {"min": pack_module.MIN_FINAL_SCORE, "relative": pack_module.RELATIVE_CUTOFF},
+        "required_evidence": pack_module.REQUIRED_EVIDENCE_SEATS,
         "trim": {"item_overhead": trim_module.ITEM_OVERHEAD},
     }
 
@@ -158,7 +159,7 @@ def run_pipeline(
     probed = probe(store, scorer, retrieval_plan.sub_queries, scope, window, {c.id for c in recalled})
     boundary = filter_boundary(recalled, scope, policy, window, sub_queries)
     ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of)
-    packed = pack(ranked, scope.budget)
+    packed = pack(ranked, scope.budget, intent.required_evidence)
     strong_terms = [t.term for q in retrieval_plan.sub_queries[:1] for t in q.terms if t.weight >= 2.0]
     trimmed = fit_to_budget(packed.selected, scope.budget.max_tokens, anchor_handles(intent) + strong_terms)
     split = drop_split_conflicts({f.candidate.id for f in trimmed.fitted}, {c.id: c for c in ranked})

@@ -71,13 +71,15 @@ def fit_widths(columns: Sequence[Column], available: int, padding: int) -> dict[
         if excess <= 0 or not total_slack:
             continue
         take = min(excess, total_slack)
-        taken = 0
-        for index, column in enumerate(group):
-            give = take - taken if index == len(group) - 1 else take * slack[column.key] // total_slack
-            give = min(give, slack[column.key])
-            widths[column.key] -= give
-            taken += give
-        excess -= taken
+        gives = {key: take * room // total_slack for key, room in slack.items()}
+        rest = take - sum(gives.values())  # what rounding down left: from the roomiest first
+        for key in sorted(slack, key=lambda k: gives[k] - slack[k]):
+            extra = min(rest, slack[key] - gives[key])
+            gives[key] += extra
+            rest -= extra
+        for key, give in gives.items():
+            widths[key] -= give
+        excess -= take
     # Grow: the room left goes to flexible columns, by their share.
     flexible = [c for c in shown if c.flex]
     if excess < 0 and flexible:

@@ -202,3 +202,14 @@ def test_free_text_planning_weights_handles_above_prose():
     assert weights["parse_header"] >= 1.5 and weights["datareader.open"] >= 1.5
     assert weights["upgrading"] == 0.5
     assert "the" not in weights
+
+
+def test_a_required_kind_keeps_a_seat_under_max_items(auth):
+    intent = FIX_TEST.model_copy(update={"required_evidence": (EvidenceKind.DOC,)})
+    budget = RetrievalBudget(max_items=2)
+    unrequired = auth.retriever().retrieve(FIX_TEST, RetrievalScope(project="alpha", budget=budget)).snapshot
+    assert EvidenceKind.DOC not in {i.evidence_kind for i in unrequired.selected}  # the ranking alone leaves docs out
+    snapshot = auth.retriever().retrieve(intent, RetrievalScope(project="alpha", budget=budget)).snapshot
+    kinds = [i.evidence_kind for i in snapshot.selected]
+    assert len(kinds) == 2 and EvidenceKind.DOC in kinds and snapshot.missing_evidence == ()
+    assert any("seats kept for required doc" in r.reason for r in snapshot.rejected if r.stage == Stage.OVER_BUDGET)

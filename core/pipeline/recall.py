@@ -116,6 +116,9 @@ class Recall:
         self.store = store
         self.scorer = scorer
         self.policy = policy
+        self._events: dict[tuple[str, str | None], list[Event]] = {}
+        """A project's events, read once per retrieval however many sub-queries want them."""
+        self._blobs: dict[str, str | None] = {}
 
     def run(self, sub_queries: Sequence[SubQuery], scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
         merged: dict[str, Candidate] = {}
@@ -153,6 +156,12 @@ class Recall:
     # ------------------------------------------------------------------ sessions & artifacts
 
     def _project_events(self, scope: RetrievalScope) -> list[Event]:
+        key = (scope.project, scope.branch)
+        if key not in self._events:
+            self._events[key] = self._read_project_events(scope)
+        return self._events[key]
+
+    def _read_project_events(self, scope: RetrievalScope) -> list[Event]:
         statement = (
             select(EventRow.body)
             .join(SessionRow, SessionRow.id == EventRow.session_id)
@@ -199,9 +208,13 @@ class Recall:
         )
 
     def _artifact_candidates(self, event: Event, ref: ArtifactRef, scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
-        try:
-            text = self.store.get_blob(ref.blob).decode("utf-8", errors="replace")
-        except Exception:  # a missing blob is a verify problem, not a recall crash
+        if ref.blob not in self._blobs:
+            try:
+                self._blobs[ref.blob] = self.store.get_blob(ref.blob).decode("utf-8", errors="replace")
+            except Exception:  # a missing blob is a verify problem, not a recall crash
+                self._blobs[ref.blob] = None
+        text = self._blobs[ref.blob]
+        if text is None:
             return []
         lines = text.splitlines()
         candidates = []

@@ -243,16 +243,7 @@ def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]],
         block = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == snapshot.projection.block_ref)).scalar()
         if block is None:
             findings.add("deleted", f"blob {snapshot.projection.block_ref[:16]}…", f"context block of {row.id} is missing")
-        stored_rows = [
-            r.model_dump()
-            for r in conn.exec(
-                select(SnapshotCandidateRow)
-                .where(SnapshotCandidateRow.snapshot_id == row.id)
-                .order_by(SnapshotCandidateRow.ordinal)
-            )
-        ]
-        if _normalise_rows(stored_rows) != _normalise_rows(snapshot_candidate_rows(snapshot)):
-            findings.add("changed", f"{record} candidate rows", "they disagree with the snapshot document")
+        _check_candidate_rows(conn, snapshot, findings)
     for snapshot_id in sorted(set(snapshot_events) - seen):
         findings.add("deleted", f"snapshot {snapshot_id}", f"recorded by {snapshot_events[snapshot_id][1]} but missing")
     return count
@@ -275,6 +266,20 @@ def _check_blobs(conn: Session, findings: _Findings) -> int:
         if sha256_hex(raw) != digest or len(raw) != size:
             findings.add("changed", f"blob {digest[:16]}…", "its bytes do not match its address")
     return count
+
+
+def _check_candidate_rows(conn: Session, snapshot: AuditSnapshot, findings: _Findings) -> None:
+    """The candidates table (what the inspector pages through) must say what the document says."""
+    stored_rows = [
+        r.model_dump()
+        for r in conn.exec(
+            select(SnapshotCandidateRow)
+            .where(SnapshotCandidateRow.snapshot_id == snapshot.id)
+            .order_by(SnapshotCandidateRow.ordinal)
+        )
+    ]
+    if _normalise_rows(stored_rows) != _normalise_rows(snapshot_candidate_rows(snapshot)):
+        findings.add("changed", f"snapshot {snapshot.id} candidate rows", "they disagree with the snapshot document")
 
 
 def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
@@ -310,13 +315,16 @@ def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
                 findings.add("changed", f"snapshot {snapshot_id}", "its bytes do not match the hash its event recorded")
                 continue
             # The bytes match the hash the chain recorded, so every item in them is as written
-            # (items were checked on write); only the block blob lives outside those bytes.
+            # (items were checked on write). Outside those bytes live the block blob and the
+            # candidate rows the inspector pages through: check both.
             try:
-                projection = json.loads(body)["projection"]
-            except (ValueError, KeyError, TypeError):
+                snapshot = AuditSnapshot.model_validate_json(body)
+            except ValidationError:
                 findings.add("malformed", f"snapshot {snapshot_id}", "its body is not a snapshot document")
                 continue
-            block = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == projection["block_ref"])).scalar()
-            if block is None or sha256_hex(as_bytes(block)) != projection["block_ref"]:
+            block_ref = snapshot.projection.block_ref
+            block = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == block_ref)).scalar()
+            if block is None or sha256_hex(as_bytes(block)) != block_ref:
                 findings.add("changed", f"snapshot {snapshot_id} block", "the context block is missing or altered")
+            _check_candidate_rows(conn, snapshot, findings)
     return tuple(findings.problems)

@@ -208,3 +208,25 @@ def test_blob_tampering_is_named(store_url):
         conn.execute(text("UPDATE blobs SET data=:d WHERE sha256=:h"), {"d": b"artifact byteZ", "h": digest})
     problems = {(p.kind, p.record) for p in report_for(store_url).problems}
     assert ("changed", f"blob {digest[:16]}…") in problems
+
+
+def test_session_verify_catches_forged_candidate_rows_and_blocks(store_url):
+    """The inspector's per-session mark covers what it shows beside the chain: candidate rows
+    (the Candidates tab) and the block blob."""
+    from core.store.verify import verify_session
+
+    with Store.open(store_url, create=True) as store:
+        session = store.create_session(project="p", session_id="s-1")
+        snapshot, block = make_snapshot("snap-1", session.id)
+        store.write_snapshot(snapshot, block)
+        assert verify_session(store, "s-1") == ()
+    with tampering(store_url) as conn:
+        conn.execute(text("UPDATE snapshot_rows SET reason='forged' WHERE snapshot_id='snap-1' AND ordinal=0"))
+    with Store.open(store_url, read_only=True) as store:
+        problems = {(p.kind, p.record) for p in verify_session(store, "s-1")}
+    assert problems == {("changed", "snapshot snap-1 candidate rows")}
+    with tampering(store_url) as conn:
+        conn.execute(text("UPDATE blobs SET data=:d"), {"d": b"forged block"})
+    with Store.open(store_url, read_only=True) as store:
+        problems = {(p.kind, p.record) for p in verify_session(store, "s-1")}
+    assert ("changed", "snapshot snap-1 block") in problems

@@ -287,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({build['write_snapshot_s'] / (sessions * per_session) * 1000:.1f} ms/snapshot); not part of the figures")
     else:
         print(f"reusing {big_path} (built in {json.loads(marker.read_text())['build_s']:.1f}s)")
+        Store.open(str(big_path)).close()  # a writable open applies migrations newer than the cache
     counts = store_counts(big_path)
     print(f"big store rows: {counts}; file {big_path.stat().st_size / 2**20:.0f} MiB")
 

@@ -12,7 +12,8 @@ little-endian uint32, term frequencies as uint16.
 
 **Speed** (figures in ``docs/performance.md``). On SQLite a run's rows go in as plain values
 through multi-row ``INSERT`` statements on the driver's cursor, postings in term order (the
-order of both of their indexes, so the B-trees are appended to), with a larger page cache
+order of their (term, run_id) key, so its B-tree is appended to) with their blobs as
+``bytearray`` (bound without the driver's adapter lookup), with a larger page cache
 on the writing connection only; no durability setting is touched. The cyclic garbage
 collector is paused while a run is prepared and written (see ``gc_paused``).
 """
@@ -235,8 +236,8 @@ def write_run(
 
     On SQLite, rows go in as plain values through multi-row ``INSERT`` statements on the
     driver's cursor (no ORM objects, no per-row type processing), and postings are inserted
-    in term order, which is also the order of both of their indexes, so SQLite appends to
-    its B-trees instead of splitting pages at random. Other backends go through SQLAlchemy.
+    in term order, which is also the order of their (term, run_id) key, so SQLite appends to
+    the B-tree instead of splitting pages at random. Other backends go through SQLAlchemy.
     """
     now_us = to_micros(now)
     prepared = sorted(prepared, key=lambda d: d.path)
@@ -456,11 +457,15 @@ def build_postings(chunk_token_lists: list[list[str]]) -> list[tuple[str, bytes,
 @dataclass(frozen=True)
 class _PackedPostings:
     """Every posting of a run, packed: term ``k`` is ``terms[k]`` with its chunk offsets in
-    ``offsets[bounds[k]:bounds[k + 1]]`` (uint32 LE) and tfs likewise in ``tfs`` (uint16 LE)."""
+    ``offsets[bounds[k]:bounds[k + 1]]`` (uint32 LE) and tfs likewise in ``tfs`` (uint16 LE).
+
+    The buffers are ``bytearray`` so that their slices are too: Python's ``sqlite3`` binds a
+    ``bytearray`` directly but sends every ``bytes`` value through its adapter lookup first,
+    which cost about as much as SQLite's own work on the 2 blobs of each posting row."""
 
     terms: list[str]
-    offsets: bytes
-    tfs: bytes
+    offsets: bytearray
+    tfs: bytearray
     bounds: list[int]
 
     @classmethod
@@ -469,7 +474,7 @@ class _PackedPostings:
         lengths = np.fromiter(map(len, chunk_token_lists), dtype=np.int64, count=n)
         total = int(lengths.sum())
         if not total:
-            return cls([], b"", b"", [0])
+            return cls([], bytearray(), bytearray(), [0])
         # One pass over every token with no Python frame per token: setdefault(token, size of
         # the vocabulary so far) numbers terms 0, 1, 2... in order of first occurrence.
         vocabulary: dict[str, int] = {}
@@ -478,8 +483,8 @@ class _PackedPostings:
             dtype=np.int64,
             count=total,
         )
-        # Renumber the terms in sorted order: postings are then inserted in the order of both
-        # of their indexes.
+        # Renumber the terms in sorted order: postings are then inserted in the order of their
+        # (term, run_id) key.
         found = list(vocabulary)
         del vocabulary
         order = _sort_order(found)
@@ -502,8 +507,8 @@ class _PackedPostings:
         del keys
         counts = np.diff(starts, append=total)
         term_of = unique // n
-        offsets = (unique - term_of * n).astype("<u4").tobytes()
-        tfs = np.minimum(counts, TF_MAX).astype("<u2").tobytes()
+        offsets = bytearray((unique - term_of * n).astype("<u4").data)
+        tfs = bytearray(np.minimum(counts, TF_MAX).astype("<u2").data)
         # Every term occurs, so the k-th run of equal terms is terms[k].
         bounds = np.concatenate(([0], np.flatnonzero(np.diff(term_of)) + 1, [len(unique)])).tolist()
         return cls(terms, offsets, tfs, bounds)
@@ -511,10 +516,11 @@ class _PackedPostings:
     def postings(self) -> Iterator[tuple[str, bytes, bytes]]:
         offsets, tfs = self.offsets, self.tfs
         for term, lo, hi in zip(self.terms, self.bounds[:-1], self.bounds[1:]):
-            yield term, offsets[4 * lo : 4 * hi], tfs[2 * lo : 2 * hi]
+            yield term, bytes(offsets[4 * lo : 4 * hi]), bytes(tfs[2 * lo : 2 * hi])
 
     def value_batches(self, run_id: int, rows: int) -> Iterator[list[Any]]:
-        """``run_id, term, offsets, tfs`` of ``rows`` postings at a time, flattened."""
+        """``run_id, term, offsets, tfs`` of ``rows`` postings at a time, flattened (the blobs
+        as ``bytearray`` slices, see the class)."""
         terms, offsets, tfs, bounds = self.terms, self.offsets, self.tfs, self.bounds
         for start in range(0, len(terms), rows):
             end = min(len(terms), start + rows)

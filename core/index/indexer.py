@@ -6,9 +6,10 @@ chunked and tokenized. A changed or removed file's old version gets ``valid_to``
 so ``as_of`` queries still see it. The run's chunks get contiguous ids, sorted by path, so
 that a path-prefix scope is a range of ids inside each run (see ``scorer.py``).
 
-Postings are built with numpy (one in-place sort of term/chunk keys, no per-posting Python
-loop) and stored one row per (run, term): chunk-id offsets from the run's first chunk as
-little-endian uint32, term frequencies as uint16.
+Postings are built with numpy (tokens grouped by string object with value sorts, so only one
+representative per object goes through a dictionary; no per-posting Python loop) and stored
+one row per (run, term): chunk-id offsets from the run's first chunk as little-endian
+uint32, term frequencies as uint16.
 
 **Speed** (figures in ``docs/performance.md``). On SQLite a run's rows go in as plain values
 through multi-row ``INSERT`` statements on the driver's cursor, postings in term order (the
@@ -20,6 +21,7 @@ collector is paused while a run is prepared and written (see ``gc_paused``).
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import hashlib
 import sqlite3
@@ -475,43 +477,34 @@ class _PackedPostings:
         total = int(lengths.sum())
         if not total:
             return cls([], bytearray(), bytearray(), [0])
-        # One pass over every token with no Python frame per token: setdefault(token, size of
-        # the vocabulary so far) numbers terms 0, 1, 2... in order of first occurrence.
+        chunk_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        occurrences = _occurrences_by_object(chunk_token_lists, chunk_of, total)
+        if occurrences is None:  # object addresses too spread out for one sort key
+            occurrences = _occurrences_by_term(chunk_token_lists, chunk_of, total)
+        distinct, item_of, chunks, tfs = occurrences
+        # Number the distinct strings (far fewer than the tokens) in sorted order: postings
+        # are then inserted in the order of their (term, run_id) key.
         vocabulary: dict[str, int] = {}
-        keys = np.fromiter(
-            map(vocabulary.setdefault, chain.from_iterable(chunk_token_lists), map(len, repeat(vocabulary))),
-            dtype=np.int64,
-            count=total,
+        term_ids = np.fromiter(
+            map(vocabulary.setdefault, distinct, map(len, repeat(vocabulary))), dtype=np.int64, count=len(distinct)
         )
-        # Renumber the terms in sorted order: postings are then inserted in the order of their
-        # (term, run_id) key.
         found = list(vocabulary)
-        del vocabulary
+        del vocabulary, distinct
         order = _sort_order(found)
         terms = list(map(found.__getitem__, order.tolist()))
         rank = np.empty(len(found), dtype=np.int64)
         rank[order] = np.arange(len(found), dtype=np.int64)
         del found, order
-        np.take(rank, keys, out=keys)
-        del rank
-        # key = term * n + chunk, sorted in place: (term, chunk) order, equal keys adjacent.
+        keys = rank[term_ids][item_of]
         keys *= n
-        keys += np.repeat(np.arange(n, dtype=np.int64), lengths)
-        keys.sort()
-        first = np.empty(total, dtype=bool)
-        first[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        del first
-        unique = keys[starts]
-        del keys
-        counts = np.diff(starts, append=total)
+        keys += chunks
+        unique, counts = _sum_by_key(keys, tfs)
         term_of = unique // n
         offsets = bytearray((unique - term_of * n).astype("<u4").data)
-        tfs = bytearray(np.minimum(counts, TF_MAX).astype("<u2").data)
+        tf_bytes = bytearray(np.minimum(counts, TF_MAX).astype("<u2").data)
         # Every term occurs, so the k-th run of equal terms is terms[k].
         bounds = np.concatenate(([0], np.flatnonzero(np.diff(term_of)) + 1, [len(unique)])).tolist()
-        return cls(terms, offsets, tfs, bounds)
+        return cls(terms, offsets, tf_bytes, bounds)
 
     def postings(self) -> Iterator[tuple[str, bytes, bytes]]:
         offsets, tfs = self.offsets, self.tfs
@@ -530,3 +523,88 @@ class _PackedPostings:
             values[2::4] = [offsets[4 * lo : 4 * hi] for lo, hi in zip(edges, edges[1:])]
             values[3::4] = [tfs[2 * lo : 2 * hi] for lo, hi in zip(edges, edges[1:])]
             yield values
+
+
+Occurrences = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+"""``(distinct, item_of, chunks, tfs)``: (item, chunk) pairs, each occurring ``tfs`` times,
+where item ``k`` is the string ``distinct[k]``; equal strings may be several items."""
+
+
+def _occurrences_by_object(
+    chunk_token_lists: list[list[str]], chunk_of: np.ndarray, total: int
+) -> Occurrences | None:
+    """Group the tokens by the string *object* they are, with numpy sorts instead of a
+    dictionary lookup per token; ``None`` if the addresses do not fit in one sort key.
+
+    The tokenizer hands out the same object for a word it has seen recently (``_expand`` is
+    cached), so the 5.4 million tokens of the standard library are about 0.9 million
+    objects. A numpy object array holds the objects' addresses, which are unique while it
+    keeps them alive: one sort of (address, position) gives every (object, chunk) pair and
+    its count, and one representative per object. Only those representatives then go
+    through a dictionary, which merges equal strings that are different objects.
+    """
+    objects = np.fromiter(chain.from_iterable(chunk_token_lists), dtype=object, count=total)
+    addresses = np.frombuffer(
+        (ctypes.c_ssize_t * total).from_address(objects.ctypes.data), dtype=np.intp
+    ).astype(np.int64)
+    addresses -= addresses.min()
+    common = int(np.bitwise_or.reduce(addresses))
+    if common:
+        addresses >>= (common & -common).bit_length() - 1  # drop the alignment's zero bits
+    position_bits = max(1, (total - 1).bit_length())
+    if int(addresses.max()).bit_length() + position_bits > 63:
+        return None
+    addresses <<= position_bits
+    addresses |= np.arange(total, dtype=np.int64)
+    addresses.sort()  # by object, then position (so chunk) within an object
+    positions = addresses & ((1 << position_bits) - 1)
+    addresses >>= position_bits
+    chunks = chunk_of[positions]
+    new_object = _changes(addresses)
+    new_pair = _changes(chunks)
+    new_pair |= new_object
+    starts = np.flatnonzero(new_pair)
+    tfs = np.diff(starts, append=total)
+    item_of = np.cumsum(new_object[starts]) - 1
+    distinct = objects[positions[new_object]].tolist()
+    return distinct, item_of, chunks[starts], tfs
+
+
+def _occurrences_by_term(chunk_token_lists: list[list[str]], chunk_of: np.ndarray, total: int) -> Occurrences:
+    """Every token is an item of its own (count 1), numbered by a dictionary in one pass:
+    the general path, for when ``_occurrences_by_object`` cannot be used."""
+    vocabulary: dict[str, int] = {}
+    item_of = np.fromiter(
+        map(vocabulary.setdefault, chain.from_iterable(chunk_token_lists), map(len, repeat(vocabulary))),
+        dtype=np.int64,
+        count=total,
+    )
+    return list(vocabulary), item_of, chunk_of, np.ones(total, dtype=np.int64)
+
+
+def _changes(values: np.ndarray) -> np.ndarray:
+    """``True`` where ``values`` differs from the element before it (and at 0)."""
+    changed = np.empty(len(values), dtype=bool)
+    changed[:1] = True
+    np.not_equal(values[1:], values[:-1], out=changed[1:])
+    return changed
+
+
+def _sum_by_key(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` (ascending) and the sum of ``counts`` for each.
+
+    When they fit, keys and counts (capped at ``TF_MAX``, which leaves the capped sums
+    unchanged) are packed into one int64 and sorted as values, which is several times
+    faster than an argsort.
+    """
+    if len(keys) and int(keys.max()).bit_length() + 16 <= 63:
+        packed = keys << 16
+        packed |= np.minimum(counts, TF_MAX)
+        packed.sort()
+        keys = packed >> 16
+        counts = packed & TF_MAX
+    else:
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+    starts = np.flatnonzero(_changes(keys))
+    return keys[starts], np.add.reduceat(counts, starts) if len(starts) else counts[:0]

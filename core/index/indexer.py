@@ -499,11 +499,11 @@ class _PackedPostings:
         keys *= n
         keys += chunks
         unique, counts = _sum_by_key(keys, tfs)
-        term_of = unique // n
-        offsets = bytearray((unique - term_of * n).astype("<u4").data)
+        term_of, offset = np.divmod(unique, n)
+        offsets = bytearray(offset.astype("<u4").data)
         tf_bytes = bytearray(np.minimum(counts, TF_MAX).astype("<u2").data)
         # Every term occurs, so the k-th run of equal terms is terms[k].
-        bounds = np.concatenate(([0], np.flatnonzero(np.diff(term_of)) + 1, [len(unique)])).tolist()
+        bounds = np.flatnonzero(_changes(term_of)).tolist() + [len(unique)]
         return cls(terms, offsets, tf_bytes, bounds)
 
     def postings(self) -> Iterator[tuple[str, bytes, bytes]]:
@@ -564,8 +564,9 @@ def _occurrences_by_object(
     new_pair = _changes(chunks)
     new_pair |= new_object
     starts = np.flatnonzero(new_pair)
-    tfs = np.diff(starts, append=total)
-    item_of = np.cumsum(new_object[starts]) - 1
+    tfs = _gaps(starts, total)
+    item_of = np.cumsum(new_object[starts])
+    item_of -= 1
     distinct = objects[positions[new_object]].tolist()
     return distinct, item_of, chunks[starts], tfs
 
@@ -588,6 +589,15 @@ def _changes(values: np.ndarray) -> np.ndarray:
     changed[:1] = True
     np.not_equal(values[1:], values[:-1], out=changed[1:])
     return changed
+
+
+def _gaps(starts: np.ndarray, end: int) -> np.ndarray:
+    """Lengths of the runs that begin at ``starts`` (the last one ends at ``end``): the
+    same as ``np.diff(starts, append=end)`` without its concatenated copy."""
+    gaps = np.empty_like(starts)
+    np.subtract(starts[1:], starts[:-1], out=gaps[:-1])
+    gaps[-1:] = end - starts[-1:]
+    return gaps
 
 
 def _sum_by_key(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -477,7 +477,9 @@ class _PackedPostings:
         total = int(lengths.sum())
         if not total:
             return cls([], bytearray(), bytearray(), [0])
-        chunk_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        # Per-token arrays are int32 where the values allow: fresh memory is costly to fault
+        # in (one int64 per token is 43 MB on the standard library).
+        chunk_of = np.repeat(np.arange(n, dtype=np.int32), lengths)
         occurrences = _occurrences_by_object(chunk_token_lists, chunk_of, total)
         if occurrences is None:  # object addresses too spread out for one sort key
             occurrences = _occurrences_by_term(chunk_token_lists, chunk_of, total)
@@ -552,12 +554,13 @@ def _occurrences_by_object(
     if common:
         addresses >>= (common & -common).bit_length() - 1  # drop the alignment's zero bits
     position_bits = max(1, (total - 1).bit_length())
-    if int(addresses.max()).bit_length() + position_bits > 63:
+    if position_bits > 31 or int(addresses.max()).bit_length() + position_bits > 63:
         return None
     addresses <<= position_bits
-    addresses |= np.arange(total, dtype=np.int64)
+    addresses |= np.arange(total, dtype=np.int32)
     addresses.sort()  # by object, then position (so chunk) within an object
-    positions = addresses & ((1 << position_bits) - 1)
+    positions = np.empty(total, dtype=np.int32)
+    np.bitwise_and(addresses, (1 << position_bits) - 1, out=positions, casting="unsafe")
     addresses >>= position_bits
     chunks = chunk_of[positions]
     new_object = _changes(addresses)
@@ -565,7 +568,7 @@ def _occurrences_by_object(
     new_pair |= new_object
     starts = np.flatnonzero(new_pair)
     tfs = _gaps(starts, total)
-    item_of = np.cumsum(new_object[starts])
+    item_of = np.cumsum(new_object[starts], dtype=np.int32)
     item_of -= 1
     distinct = objects[positions[new_object]].tolist()
     return distinct, item_of, chunks[starts], tfs
@@ -594,25 +597,28 @@ def _changes(values: np.ndarray) -> np.ndarray:
 def _gaps(starts: np.ndarray, end: int) -> np.ndarray:
     """Lengths of the runs that begin at ``starts`` (the last one ends at ``end``): the
     same as ``np.diff(starts, append=end)`` without its concatenated copy."""
-    gaps = np.empty_like(starts)
-    np.subtract(starts[1:], starts[:-1], out=gaps[:-1])
+    gaps = np.empty(len(starts), dtype=np.int32)
+    np.subtract(starts[1:], starts[:-1], out=gaps[:-1], casting="unsafe")
     gaps[-1:] = end - starts[-1:]
     return gaps
 
 
 def _sum_by_key(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ``keys`` (ascending) and the sum of ``counts`` for each.
+    """The distinct ``keys`` (ascending) and the sum of ``counts`` for each; ``keys`` may be
+    overwritten.
 
     When they fit, keys and counts (capped at ``TF_MAX``, which leaves the capped sums
     unchanged) are packed into one int64 and sorted as values, which is several times
     faster than an argsort.
     """
     if len(keys) and int(keys.max()).bit_length() + 16 <= 63:
-        packed = keys << 16
+        packed = keys  # the caller's array, reused in place
+        packed <<= 16
         packed |= np.minimum(counts, TF_MAX)
         packed.sort()
-        keys = packed >> 16
         counts = packed & TF_MAX
+        keys = packed
+        keys >>= 16
     else:
         order = np.argsort(keys, kind="stable")
         keys, counts = keys[order], counts[order]

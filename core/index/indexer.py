@@ -6,19 +6,22 @@ chunked and tokenized. A changed or removed file's old version gets ``valid_to``
 so ``as_of`` queries still see it. The run's chunks get contiguous ids, sorted by path, so
 that a path-prefix scope is a range of ids inside each run (see ``scorer.py``).
 
-Postings are built with numpy (one in-place sort of term/chunk keys, no per-posting Python
-loop) and stored one row per (run, term): chunk-id offsets from the run's first chunk as
-little-endian uint32, term frequencies as uint16.
+Postings are built with numpy (tokens grouped by string object with value sorts, so only one
+representative per object goes through a dictionary; no per-posting Python loop) and stored
+one row per (run, term): chunk-id offsets from the run's first chunk as little-endian
+uint32, term frequencies as uint16.
 
 **Speed** (figures in ``docs/performance.md``). On SQLite a run's rows go in as plain values
 through multi-row ``INSERT`` statements on the driver's cursor, postings in term order (the
-order of both of their indexes, so the B-trees are appended to), with a larger page cache
+order of their (term, run_id) key, so its B-tree is appended to) with their blobs as
+``bytearray`` (bound without the driver's adapter lookup), with a larger page cache
 on the writing connection only; no durability setting is touched. The cyclic garbage
 collector is paused while a run is prepared and written (see ``gc_paused``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import hashlib
 import sqlite3
@@ -235,8 +238,8 @@ def write_run(
 
     On SQLite, rows go in as plain values through multi-row ``INSERT`` statements on the
     driver's cursor (no ORM objects, no per-row type processing), and postings are inserted
-    in term order, which is also the order of both of their indexes, so SQLite appends to
-    its B-trees instead of splitting pages at random. Other backends go through SQLAlchemy.
+    in term order, which is also the order of their (term, run_id) key, so SQLite appends to
+    the B-tree instead of splitting pages at random. Other backends go through SQLAlchemy.
     """
     now_us = to_micros(now)
     prepared = sorted(prepared, key=lambda d: d.path)
@@ -456,11 +459,15 @@ def build_postings(chunk_token_lists: list[list[str]]) -> list[tuple[str, bytes,
 @dataclass(frozen=True)
 class _PackedPostings:
     """Every posting of a run, packed: term ``k`` is ``terms[k]`` with its chunk offsets in
-    ``offsets[bounds[k]:bounds[k + 1]]`` (uint32 LE) and tfs likewise in ``tfs`` (uint16 LE)."""
+    ``offsets[bounds[k]:bounds[k + 1]]`` (uint32 LE) and tfs likewise in ``tfs`` (uint16 LE).
+
+    The buffers are ``bytearray`` so that their slices are too: Python's ``sqlite3`` binds a
+    ``bytearray`` directly but sends every ``bytes`` value through its adapter lookup first,
+    which cost about as much as SQLite's own work on the 2 blobs of each posting row."""
 
     terms: list[str]
-    offsets: bytes
-    tfs: bytes
+    offsets: bytearray
+    tfs: bytearray
     bounds: list[int]
 
     @classmethod
@@ -469,52 +476,46 @@ class _PackedPostings:
         lengths = np.fromiter(map(len, chunk_token_lists), dtype=np.int64, count=n)
         total = int(lengths.sum())
         if not total:
-            return cls([], b"", b"", [0])
-        # One pass over every token with no Python frame per token: setdefault(token, size of
-        # the vocabulary so far) numbers terms 0, 1, 2... in order of first occurrence.
+            return cls([], bytearray(), bytearray(), [0])
+        # Per-token arrays are int32 where the values allow: fresh memory is costly to fault
+        # in (one int64 per token is 43 MB on the standard library).
+        chunk_of = np.repeat(np.arange(n, dtype=np.int32), lengths)
+        occurrences = _occurrences_by_object(chunk_token_lists, chunk_of, total)
+        if occurrences is None:  # object addresses too spread out for one sort key
+            occurrences = _occurrences_by_term(chunk_token_lists, chunk_of, total)
+        distinct, item_of, chunks, tfs = occurrences
+        # Number the distinct strings (far fewer than the tokens) in sorted order: postings
+        # are then inserted in the order of their (term, run_id) key.
         vocabulary: dict[str, int] = {}
-        keys = np.fromiter(
-            map(vocabulary.setdefault, chain.from_iterable(chunk_token_lists), map(len, repeat(vocabulary))),
-            dtype=np.int64,
-            count=total,
+        term_ids = np.fromiter(
+            map(vocabulary.setdefault, distinct, map(len, repeat(vocabulary))), dtype=np.int64, count=len(distinct)
         )
-        # Renumber the terms in sorted order: postings are then inserted in the order of both
-        # of their indexes.
         found = list(vocabulary)
-        del vocabulary
+        del vocabulary, distinct
         order = _sort_order(found)
         terms = list(map(found.__getitem__, order.tolist()))
         rank = np.empty(len(found), dtype=np.int64)
         rank[order] = np.arange(len(found), dtype=np.int64)
         del found, order
-        np.take(rank, keys, out=keys)
-        del rank
-        # key = term * n + chunk, sorted in place: (term, chunk) order, equal keys adjacent.
+        keys = rank[term_ids][item_of]
         keys *= n
-        keys += np.repeat(np.arange(n, dtype=np.int64), lengths)
-        keys.sort()
-        first = np.empty(total, dtype=bool)
-        first[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        del first
-        unique = keys[starts]
-        del keys
-        counts = np.diff(starts, append=total)
-        term_of = unique // n
-        offsets = (unique - term_of * n).astype("<u4").tobytes()
-        tfs = np.minimum(counts, TF_MAX).astype("<u2").tobytes()
+        keys += chunks
+        unique, counts = _sum_by_key(keys, tfs)
+        term_of, offset = np.divmod(unique, n)
+        offsets = bytearray(offset.astype("<u4").data)
+        tf_bytes = bytearray(np.minimum(counts, TF_MAX).astype("<u2").data)
         # Every term occurs, so the k-th run of equal terms is terms[k].
-        bounds = np.concatenate(([0], np.flatnonzero(np.diff(term_of)) + 1, [len(unique)])).tolist()
-        return cls(terms, offsets, tfs, bounds)
+        bounds = np.flatnonzero(_changes(term_of)).tolist() + [len(unique)]
+        return cls(terms, offsets, tf_bytes, bounds)
 
     def postings(self) -> Iterator[tuple[str, bytes, bytes]]:
         offsets, tfs = self.offsets, self.tfs
         for term, lo, hi in zip(self.terms, self.bounds[:-1], self.bounds[1:]):
-            yield term, offsets[4 * lo : 4 * hi], tfs[2 * lo : 2 * hi]
+            yield term, bytes(offsets[4 * lo : 4 * hi]), bytes(tfs[2 * lo : 2 * hi])
 
     def value_batches(self, run_id: int, rows: int) -> Iterator[list[Any]]:
-        """``run_id, term, offsets, tfs`` of ``rows`` postings at a time, flattened."""
+        """``run_id, term, offsets, tfs`` of ``rows`` postings at a time, flattened (the blobs
+        as ``bytearray`` slices, see the class)."""
         terms, offsets, tfs, bounds = self.terms, self.offsets, self.tfs, self.bounds
         for start in range(0, len(terms), rows):
             end = min(len(terms), start + rows)
@@ -524,3 +525,102 @@ class _PackedPostings:
             values[2::4] = [offsets[4 * lo : 4 * hi] for lo, hi in zip(edges, edges[1:])]
             values[3::4] = [tfs[2 * lo : 2 * hi] for lo, hi in zip(edges, edges[1:])]
             yield values
+
+
+Occurrences = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
+"""``(distinct, item_of, chunks, tfs)``: (item, chunk) pairs, each occurring ``tfs`` times,
+where item ``k`` is the string ``distinct[k]``; equal strings may be several items."""
+
+
+def _occurrences_by_object(
+    chunk_token_lists: list[list[str]], chunk_of: np.ndarray, total: int
+) -> Occurrences | None:
+    """Group the tokens by the string *object* they are, with numpy sorts instead of a
+    dictionary lookup per token; ``None`` if the addresses do not fit in one sort key.
+
+    The tokenizer hands out the same object for a word it has seen recently (``_expand`` is
+    cached), so the 5.4 million tokens of the standard library are about 0.9 million
+    objects. A numpy object array holds the objects' addresses, which are unique while it
+    keeps them alive: one sort of (address, position) gives every (object, chunk) pair and
+    its count, and one representative per object. Only those representatives then go
+    through a dictionary, which merges equal strings that are different objects.
+    """
+    objects = np.fromiter(chain.from_iterable(chunk_token_lists), dtype=object, count=total)
+    addresses = np.frombuffer(
+        (ctypes.c_ssize_t * total).from_address(objects.ctypes.data), dtype=np.intp
+    ).astype(np.int64)
+    addresses -= addresses.min()
+    common = int(np.bitwise_or.reduce(addresses))
+    if common:
+        addresses >>= (common & -common).bit_length() - 1  # drop the alignment's zero bits
+    position_bits = max(1, (total - 1).bit_length())
+    if position_bits > 31 or int(addresses.max()).bit_length() + position_bits > 63:
+        return None
+    addresses <<= position_bits
+    addresses |= np.arange(total, dtype=np.int32)
+    addresses.sort()  # by object, then position (so chunk) within an object
+    positions = np.empty(total, dtype=np.int32)
+    np.bitwise_and(addresses, (1 << position_bits) - 1, out=positions, casting="unsafe")
+    addresses >>= position_bits
+    chunks = chunk_of[positions]
+    new_object = _changes(addresses)
+    new_pair = _changes(chunks)
+    new_pair |= new_object
+    starts = np.flatnonzero(new_pair)
+    tfs = _gaps(starts, total)
+    item_of = np.cumsum(new_object[starts], dtype=np.int32)
+    item_of -= 1
+    distinct = objects[positions[new_object]].tolist()
+    return distinct, item_of, chunks[starts], tfs
+
+
+def _occurrences_by_term(chunk_token_lists: list[list[str]], chunk_of: np.ndarray, total: int) -> Occurrences:
+    """Every token is an item of its own (count 1), numbered by a dictionary in one pass:
+    the general path, for when ``_occurrences_by_object`` cannot be used."""
+    vocabulary: dict[str, int] = {}
+    item_of = np.fromiter(
+        map(vocabulary.setdefault, chain.from_iterable(chunk_token_lists), map(len, repeat(vocabulary))),
+        dtype=np.int64,
+        count=total,
+    )
+    return list(vocabulary), item_of, chunk_of, np.ones(total, dtype=np.int64)
+
+
+def _changes(values: np.ndarray) -> np.ndarray:
+    """``True`` where ``values`` differs from the element before it (and at 0)."""
+    changed = np.empty(len(values), dtype=bool)
+    changed[:1] = True
+    np.not_equal(values[1:], values[:-1], out=changed[1:])
+    return changed
+
+
+def _gaps(starts: np.ndarray, end: int) -> np.ndarray:
+    """Lengths of the runs that begin at ``starts`` (the last one ends at ``end``): the
+    same as ``np.diff(starts, append=end)`` without its concatenated copy."""
+    gaps = np.empty(len(starts), dtype=np.int32)
+    np.subtract(starts[1:], starts[:-1], out=gaps[:-1], casting="unsafe")
+    gaps[-1:] = end - starts[-1:]
+    return gaps
+
+
+def _sum_by_key(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` (ascending) and the sum of ``counts`` for each; ``keys`` may be
+    overwritten.
+
+    When they fit, keys and counts (capped at ``TF_MAX``, which leaves the capped sums
+    unchanged) are packed into one int64 and sorted as values, which is several times
+    faster than an argsort.
+    """
+    if len(keys) and int(keys.max()).bit_length() + 16 <= 63:
+        packed = keys  # the caller's array, reused in place
+        packed <<= 16
+        packed |= np.minimum(counts, TF_MAX)
+        packed.sort()
+        counts = packed & TF_MAX
+        keys = packed
+        keys >>= 16
+    else:
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+    starts = np.flatnonzero(_changes(keys))
+    return keys[starts], np.add.reduceat(counts, starts) if len(starts) else counts[:0]

@@ -153,6 +153,29 @@ def _drift_runs(dialect: str) -> list[str]:
     return statements
 
 
+def _postings_by_term(dialect: str) -> list[str]:
+    """``index_postings`` keyed by (term, run_id) alone: one B-tree per row instead of three.
+
+    Recall looks postings up by term (and run), so the (term, run_id) key serves it without
+    the separate term index, and a run's postings, inserted in term order, append to it. On
+    SQLite the table is ``WITHOUT ROWID`` (no rowid B-tree either); PostgreSQL has no such
+    option and gets a plain primary key. Postings are derived data: the rows are copied over.
+    """
+    t = types_for(dialect)
+    without_rowid = "" if dialect == "postgresql" else " WITHOUT ROWID"
+    statements = [
+        f"CREATE TABLE index_postings_new (run_id {t.int64} NOT NULL, term TEXT NOT NULL, "
+        f"chunk_ids {t.blob} NOT NULL, tfs {t.blob} NOT NULL, PRIMARY KEY (term, run_id)){without_rowid}",
+        "INSERT INTO index_postings_new (run_id, term, chunk_ids, tfs) "
+        "SELECT run_id, term, chunk_ids, tfs FROM index_postings ORDER BY term, run_id",
+        "DROP TABLE index_postings",  # its term index goes with it
+        "ALTER TABLE index_postings_new RENAME TO index_postings",
+    ]
+    if dialect == "postgresql":
+        statements.append("ALTER TABLE index_postings RENAME CONSTRAINT index_postings_new_pkey TO index_postings_pkey")
+    return statements
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step: its name, and the statements it runs for a dialect."""
@@ -167,6 +190,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0003_workspace_index", lambda d: _workspace_index(types_for(d))),
     Migration("0004_memories", lambda d: _memories(types_for(d))),
     Migration("0005_drift_runs", _drift_runs),
+    Migration("0006_postings_by_term", _postings_by_term),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

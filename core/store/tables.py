@@ -163,7 +163,10 @@ class IndexChunkRow(SQLModel, table=True):
 
 
 class IndexPostingRow(SQLModel, table=True):
-    """The postings of one term in one run: chunk ids and term frequencies, packed int32."""
+    """The postings of one term in one run: chunk ids and term frequencies, packed int32.
+
+    Keyed by (term, run_id) (migration ``0006_postings_by_term``; ``WITHOUT ROWID`` on SQLite),
+    the order recall looks them up in; the columns keep their original order."""
 
     __tablename__ = "index_postings"
     run_id: int = Field(primary_key=True, sa_type=BigInteger)

@@ -69,3 +69,29 @@ def test_migrations_are_recorded_in_order_and_reopening_is_a_no_op(store_url):
     assert [(o, n) for o, n in rows] == [(i, m.name) for i, m in enumerate(MIGRATIONS, start=1)]
     assert version == str(len(MIGRATIONS))
     assert [m.name for m in MIGRATIONS] == sorted(m.name for m in MIGRATIONS)
+
+
+def test_postings_keep_their_rows_when_rekeyed_by_term(store_url, monkeypatch):
+    """0006 rebuilds index_postings keyed by (term, run_id): rows written before it survive."""
+    import core.store.store as store_module
+
+    names = [m.name for m in MIGRATIONS]
+    before = names.index("0006_postings_by_term")
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:before])
+    rows = [(1, "beta", b"\x01\x00\x00\x00", b"\x02\x00"), (1, "alpha", b"\x00\x00\x00\x00", b"\x01\x00")]
+    with Store.open(store_url, create=True) as store:
+        with store.engine.begin() as conn:
+            for run_id, term, ids, tfs in rows:
+                conn.execute(
+                    text("INSERT INTO index_postings (run_id, term, chunk_ids, tfs) VALUES (:r, :t, :i, :f)"),
+                    {"r": run_id, "t": term, "i": ids, "f": tfs},
+                )
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS)
+    with Store.open(store_url) as store:
+        with store.engine.connect() as conn:
+            stored = conn.execute(text("SELECT run_id, term, chunk_ids, tfs FROM index_postings ORDER BY term")).all()
+            inspector = inspect(conn)
+            key = inspector.get_pk_constraint("index_postings")["constrained_columns"]
+            indexes = inspector.get_indexes("index_postings")
+    assert [(r, t, bytes(i), bytes(f)) for r, t, i, f in stored] == sorted(rows, key=lambda row: row[1])
+    assert key == ["term", "run_id"] and indexes == []

@@ -1,0 +1,62 @@
+"""Packed postings equal a plain per-chunk count, however the token strings are shared."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from core.index import indexer
+from core.index.indexer import TF_MAX, build_postings
+
+
+def reference(chunks: list[list[str]]) -> list[tuple[str, bytes, bytes]]:
+    """Term -> (chunk offsets, tfs), terms in code point order: the obvious way."""
+    by_term: dict[str, list[tuple[int, int]]] = {}
+    for offset, tokens in enumerate(chunks):
+        for term, tf in Counter(tokens).items():
+            by_term.setdefault(term, []).append((offset, min(tf, TF_MAX)))
+    return [
+        (
+            term,
+            np.array([o for o, _ in rows], dtype="<u4").tobytes(),
+            np.array([tf for _, tf in rows], dtype="<u2").tobytes(),
+        )
+        for term, rows in sorted(by_term.items())
+    ]
+
+
+def copies(word: str) -> str:
+    """An equal string that is a different object."""
+    return "".join(list(word))
+
+
+def corpus(seed: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    words = ["a", "ab", "b", "ß", "σ", "ς", "日本", "z" * 40, "x_y", "\udcff"]
+    shared = {w: w for w in words}
+    chunks = []
+    for _ in range(60):
+        size = rng.choice([0, 1, 5, 30])
+        chunks.append([shared[w] if rng.random() < 0.5 else copies(w) for w in rng.choices(words, k=size)])
+    return chunks
+
+
+@pytest.mark.parametrize("by_object", [True, False])
+def test_postings_match_a_plain_count(by_object, monkeypatch):
+    if not by_object:
+        monkeypatch.setattr(indexer, "_occurrences_by_object", lambda *args: None)
+    for seed in range(5):
+        chunks = corpus(seed)
+        assert build_postings(chunks) == reference(chunks)
+    assert build_postings([]) == [] and build_postings([[], []]) == []
+
+
+def test_tf_is_capped_after_equal_strings_are_merged():
+    word = "w"
+    chunks = [[word] * (TF_MAX - 5) + [copies(word) for _ in range(10)], [copies(word)]]
+    assert build_postings(chunks) == reference(chunks)
+    [(_, _, tfs)] = build_postings(chunks)
+    assert np.frombuffer(tfs, dtype="<u2").tolist() == [TF_MAX, 1]

@@ -36,7 +36,7 @@ from core.hashing import sha256_hex, text_hash
 from core.store.engine import display_url
 from core.store.store import Store, event_summary
 from core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
-from core.store.verify import verify_session
+from core.store.verify import candidate_rows_agree, verify_session
 from core.vocab import EventType, Stage
 
 RowT = TypeVar("RowT")
@@ -154,6 +154,8 @@ class SnapshotView:
     items: tuple[ItemView, ...]
     block: str
     block_ok: bool
+    rows_ok: bool
+    """The candidate rows (Candidates tab) agree with the snapshot document."""
     missing_evidence: tuple[str, ...]
     response_citations: tuple[tuple[str, tuple[str, ...]], ...]
     """(response event ref, cited ids) for the responses of this turn."""
@@ -322,9 +324,14 @@ class ReadModel:
             items=items,
             block=raw.decode("utf-8", errors="replace"),
             block_ok=sha256_hex(raw) == snapshot.projection.block_ref,
+            rows_ok=self._rows_agree(snapshot),
             missing_evidence=tuple(k.value for k in snapshot.missing_evidence),
             response_citations=tuple((ref, tuple(ids)) for ref, ids in responses),
         )
+
+    def _rows_agree(self, snapshot: AuditSnapshot) -> bool:
+        with self.store.read() as conn:
+            return candidate_rows_agree(conn, snapshot)
 
     def _responses(self, snapshot: AuditSnapshot) -> list[tuple[str, list[str]]]:
         return [

@@ -137,13 +137,16 @@ class SnapshotScreen(Screen[None]):
     @on(Loaded)
     def show(self, message: Loaded) -> None:
         view = self.view = message.view
-        ok = view.block_ok and all(i.hash_ok for i in view.items)
+        ok = view.block_ok and view.rows_ok and all(i.hash_ok for i in view.items)
         title = self.query_one("#snapshot-title", Static)
         title.update(
             f"{'✓' if ok else '✗'} snapshot {view.id} · session {view.session_id} · turn {view.turn} · "
             f"{view.created_at.strftime('%Y-%m-%d %H:%M:%S')} UTC · hash {view.content_hash[:12]}"
         )
         title.set_class(not ok, "bad-mark")
+        if not view.rows_ok:
+            self.notify("The candidate rows of this snapshot disagree with its document: the store was altered. "
+                        "Run `scopelens verify`.", severity="error", timeout=10)
         self._show_scope(view)
         self._show_plan(view)
         self.query_one(Funnel).show(view.funnel)

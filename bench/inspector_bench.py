@@ -151,7 +151,11 @@ async def _measure(url: str, candidates_snapshot: str | None) -> dict[str, Any]:
             screen = app.screen
             if isinstance(screen, SessionsScreen):
                 status = str(screen.query_one("#sessions-status", Static).render())
-                if status.strip() and (screen.query_one(DataTable).row_count > 0 or "0 of 0" in status):
+                table = screen.query_one(DataTable)
+                # Painted: rows in a table that is visible at its real size (a FittedTable stays
+                # hidden until its columns are fitted), or the empty state.
+                shown = table.row_count > 0 and table.visible and table.size.width > 0
+                if status.strip() and (shown or "0 of 0" in status):
                     break
             await pilot.pause()
         result["first_paint_s"] = time.perf_counter() - started

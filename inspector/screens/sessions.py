@@ -71,7 +71,10 @@ class SessionsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()
-        self.reload()
+        # The first page is one bounded, key-ordered query (tens of ms on a million-row store):
+        # run it here so the first frame already shows sessions. Later pages and filters use
+        # the worker, so typing never waits on the database.
+        self._show(self._fetch_page(append=False), append=False)
 
     # ------------------------------------------------------------------ loading
 
@@ -81,11 +84,13 @@ class SessionsScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="sessions-page")
     def load_page(self, append: bool) -> None:
-        page = self.app.model.sessions(  # type: ignore[attr-defined]
+        self.post_message(self.PageLoaded(self._fetch_page(append), append))
+
+    def _fetch_page(self, append: bool) -> Page[SessionView]:
+        return self.app.model.sessions(  # type: ignore[attr-defined, no-any-return]
             text=self.filter_text, sort=self.sort, descending=self.descending,  # type: ignore[arg-type]
             after=self.next_after if append else None, limit=PAGE_SIZE,
         )
-        self.post_message(self.PageLoaded(page, append))
 
     @work(thread=True, group="sessions-verify")
     def verify_sessions(self, session_ids: list[str]) -> None:
@@ -119,26 +124,29 @@ class SessionsScreen(Screen[None]):
 
     @on(PageLoaded)
     def show_page(self, message: PageLoaded) -> None:
+        self._show(message.page, message.append)
+
+    def _show(self, page: Page[SessionView], append: bool) -> None:
         table = self.query_one(DataTable)
-        if not message.append:
+        if not append:
             table.clear()
             self.loaded = []
         model = self.app.model  # type: ignore[attr-defined]
-        for view in message.page.rows:
+        for view in page.rows:
             status = model.verify_status(view.id, compute=False)
             table.add_row(
                 _mark(status), view.id, view.project, view.branch or "-", view.started.strftime("%Y-%m-%d %H:%M"),
                 str(view.turns), str(view.snapshots), view.title, key=view.id,
             )
-        self.loaded += list(message.page.rows)
-        self.next_after = message.page.next_after
+        self.loaded += list(page.rows)
+        self.next_after = page.next_after
         arrow = "↓" if self.descending else "↑"
         more = " · m: more" if self.next_after else ""
         self.query_one("#sessions-status", Static).update(
-            f"{len(self.loaded)} of {message.page.total} sessions · sorted by {self.sort} {arrow}{more}"
+            f"{len(self.loaded)} of {page.total} sessions · sorted by {self.sort} {arrow}{more}"
         )
         empty = self.query_one("#sessions-empty", Static)
-        if message.page.total == 0:
+        if page.total == 0:
             empty.update(
                 "No sessions match this filter. Clear it with /."
                 if self.filter_text

@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.text import Text
 from textual import events
+from textual.geometry import Size
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
@@ -119,6 +120,22 @@ class FittedTable(DataTable[Any]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.refit(event.size.width)
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # Fit as soon as the layout knows the width, before the first frame is drawn: the
+        # Resize event comes after it, and rows drawn at the preferred widths would be drawn
+        # again (a visible cost on the first screen of a big store).
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        self.refit(size.width)
+        if self._require_update_dimensions:
+            # What DataTable does when idle, done now: otherwise the first frame is drawn with
+            # the old virtual width and every cell is drawn again once idle corrects it.
+            # (Private DataTable state; textual is pinned in pyproject.toml.)
+            self._require_update_dimensions = False
+            new_rows = self._new_rows.copy()
+            self._new_rows.clear()
+            self._update_dimensions(new_rows)
+        return resized
 
     def refit(self, width: int) -> None:
         if width <= 0 or width == self._fitted_width:

@@ -146,6 +146,15 @@ class FittedTable(DataTable[Any]):
         if widths != self.shown_widths:
             self._lay_out(widths)
 
+    def _update_dimensions(self, new_rows: Any) -> None:
+        """The virtual size, without measuring cells: every column here has a fixed width and
+        every row a height of 1, so DataTable's own version (which measures each cell of each
+        new row to size auto-width columns) would do work that changes nothing.
+        (Private DataTable hook; textual is pinned in pyproject.toml.)"""
+        header_height = self.header_height if self.show_header else 0
+        width = sum(column.get_render_width(self) for column in self.columns.values())
+        self.virtual_size = Size(width, self._total_row_height + header_height)
+
     def _lay_out(self, widths: dict[str, int]) -> None:
         cursor, scroll = self.cursor_row, self.scroll_offset
         super().clear(columns=True)

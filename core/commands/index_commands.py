@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -62,26 +63,23 @@ def run_index(args: argparse.Namespace) -> int:
     # The policy says where the project keeps rules and decisions; retrieval reads the same file.
     policy = find_policy(args.path, args.policy)
     classifier = SourceClassifier().with_globs(policy.rule_globs, policy.decision_globs)
+    def run(store: Store, progress: Callable[[int, int, str], None] | None) -> IndexReport:
+        return index_workspace(
+            store, args.path, project=args.project, branch=args.branch, max_bytes=args.max_bytes,
+            progress=progress, classifier=classifier,
+        )
+
     with Store.open(args.db, create=True) as store:
         if args.json:
-            report = index_workspace(
-                store, args.path, project=args.project, branch=args.branch, max_bytes=args.max_bytes,
-                classifier=classifier,
-            )
+            report = run(store, None)
         else:
             with Progress(
                 TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                 console=console(), transient=True,
             ) as bar:
                 task = bar.add_task("", total=None)
-
-                def progress(done: int, total: int, path: str) -> None:
-                    bar.update(task, completed=done, total=total, description=path[-40:])
-
-                report = index_workspace(
-                    store, args.path, project=args.project, branch=args.branch,
-                    max_bytes=args.max_bytes, progress=progress, classifier=classifier,
-                )
+                report = run(store, lambda done, total, path: bar.update(
+                    task, completed=done, total=total, description=path[-40:]))
     _print_index_report(report, as_json=args.json)
     return 0
 

@@ -161,7 +161,9 @@ class SnapshotView:
     """(response event ref, cited ids) for the responses of this turn."""
 
 
-CANDIDATE_SORTS = ("ordinal", "final", "lexical", "anchor", "authority", "recency", "stage", "source_ref")
+SCORE_SORTS = ("final", "lexical", "anchor", "authority", "recency")
+"""Candidate sorts by a score: a missing score sorts as -1 (below every real one)."""
+CANDIDATE_SORTS = ("ordinal", *SCORE_SORTS, "stage", "source_ref")
 
 
 @dataclass
@@ -362,7 +364,7 @@ class ReadModel:
         if text:
             pattern = f"%{text.lower()}%"
             where.append(or_(func.lower(table.source_ref).like(pattern), func.lower(table.reason).like(pattern)))
-        ordered = func.coalesce(column, -1.0) if sort in ("final", "lexical", "anchor", "authority", "recency") else column
+        ordered = func.coalesce(column, -1.0) if sort in SCORE_SORTS else column
         key = tuple_(ordered, table.ordinal)
         statement = select(table).where(*where)
         if after is not None:
@@ -380,7 +382,7 @@ class ReadModel:
         if len(rows) == limit:
             last = rows[-1]
             value = getattr(last, sort)
-            if sort in ("final", "lexical", "anchor", "authority", "recency") and value is None:
+            if sort in SCORE_SORTS and value is None:
                 value = -1.0
             next_after = (value, last.ordinal)
         return Page(views, total, next_after)

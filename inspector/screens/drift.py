@@ -238,9 +238,9 @@ class SessionDriftScreen(Screen[None]):
         self.app.push_screen(DriftScreen(str(event.row_key.value)))
 
     def action_show_diff(self) -> None:
-        table = self.query_one(DataTable)
-        if table.row_count:
-            self.app.push_screen(DriftScreen(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)))
+        snapshot_id = self.query_one(FittedTable).cursor_key()
+        if snapshot_id is not None:
+            self.app.push_screen(DriftScreen(snapshot_id))
 
 
 def colored_diff(diff: str) -> Content:

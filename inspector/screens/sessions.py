@@ -198,10 +198,7 @@ class SessionsScreen(Screen[None]):
         self._open(str(event.row_key.value))
 
     def highlighted_id(self) -> str | None:
-        table = self.query_one(DataTable)
-        if table.row_count == 0:
-            return None
-        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return self.query_one(FittedTable).cursor_key()
 
     def _open(self, session_id: str) -> None:
         from inspector.screens.timeline import TimelineScreen

@@ -11,15 +11,13 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
 
-from core.readmodel import CANDIDATE_SORTS, CandidateRow, ItemView, Page, SnapshotView
+from core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
 from inspector.actions import bindings_for
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.text_input import TextInput
 from inspector.widgets.evidence import EvidenceText
 from inspector.widgets.funnel import Funnel
 
-DESCENDING_FIRST = frozenset({"final", "lexical", "anchor", "authority", "recency"})
-"""Scores sort highest first; ordinal, stage and source_ref sort ascending first."""
 SCORE_NAMES = {"lexical": "lex", "authority": "auth", "actionability": "action", "diversity": "div"}
 OK = Text("✓", style="green")
 BAD = Text("✗", style="bold red")
@@ -207,12 +205,11 @@ class SnapshotScreen(Screen[None]):
 
     def _show_sub_query(self) -> None:
         """The highlighted sub-query in full: every term with its weight."""
-        table = self.query_one("#plan-table", DataTable)
+        key = self.query_one("#plan-table", FittedTable).cursor_key()
         detail = self.query_one("#plan-detail", Static)
-        if self.view is None or table.row_count == 0:
+        if self.view is None or key is None:
             detail.update("")
             return
-        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         query = next(q for q in self.view.plan.sub_queries if q.id == key)
         terms = ", ".join(f"{t.term}×{t.weight:g}" for t in sorted(query.terms, key=lambda t: (-t.weight, t.term)))
         detail.update(f"{query.id} ({query.intent.value}) · {', '.join(s.value for s in query.sources)}\nterms: {terms}")
@@ -276,12 +273,11 @@ class SnapshotScreen(Screen[None]):
 
     def _show_candidate(self) -> None:
         """The highlighted candidate in full: reason and every score, whatever the width."""
-        table = self.query_one("#candidate-table", DataTable)
+        key = self.query_one("#candidate-table", FittedTable).cursor_key()
         detail = self.query_one("#candidate-detail", Static)
-        if table.row_count == 0:
+        if key is None:
             detail.update("No candidate matches this filter." if self.filter_text else "")
             return
-        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         row = self.candidate_rows[key]
         scores = " · ".join(
             f"{SCORE_NAMES.get(name, name)} {row.scores[name]:.2f}"
@@ -313,7 +309,7 @@ class SnapshotScreen(Screen[None]):
         if key not in CANDIDATE_SORTS:
             self.notify(f"Candidates cannot be sorted by {key}; filter by it instead.", timeout=3)
             return
-        self._sort_candidates(key, not self.descending if key == self.sort else key in DESCENDING_FIRST)
+        self._sort_candidates(key, not self.descending if key == self.sort else key in SCORE_SORTS)
 
     @on(Input.Changed, "#candidate-filter")
     def candidate_filter(self, event: Input.Changed) -> None:
@@ -330,10 +326,9 @@ class SnapshotScreen(Screen[None]):
 
     def action_jump(self) -> None:
         """From a citation (Citations tab) to its item (Evidence tab)."""
-        table = self.query_one("#citation-table", DataTable)
-        if table.row_count == 0:
+        key = self.query_one("#citation-table", FittedTable).cursor_key()
+        if key is None:
             return
-        key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         if key.startswith("dangling:"):
             self.notify("That citation was not shown to the model in this snapshot.", severity="warning")
             return
@@ -352,9 +347,10 @@ class SnapshotScreen(Screen[None]):
 
     def action_cycle_sort(self) -> None:
         key = CANDIDATE_SORTS[(CANDIDATE_SORTS.index(self.sort) + 1) % len(CANDIDATE_SORTS)]
-        self._sort_candidates(key, key in DESCENDING_FIRST)
+        self._sort_candidates(key, key in SCORE_SORTS)
 
     def _sort_candidates(self, key: str, descending: bool) -> None:
+        """Sort by ``key``; callers start scores highest first, the other keys ascending."""
         self.sort, self.descending = key, descending
         self.next_after = None
         self.load_candidates(append=False)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual import events
 from textual.geometry import Size
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
@@ -104,7 +103,7 @@ def plain(value: object) -> Text:
 
 
 class FittedTable(DataTable[Any]):
-    """A DataTable laid out by :func:`fit_widths` on every resize.
+    """A DataTable laid out by :func:`fit_widths` whenever the layout changes its width.
 
     Rows are given in column order, every column included (shown or not); the table keeps
     them so it can lay itself out again when its width changes.
@@ -117,9 +116,6 @@ class FittedTable(DataTable[Any]):
         self._values: dict[RowKey, list[Any]] = {}
         self._fitted_width = 0
         self._lay_out({c.key: c.width for c in self.specs})
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.refit(event.size.width)
 
     def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
         # Fit as soon as the layout knows the width, before the first frame is drawn: the
@@ -193,6 +189,12 @@ class FittedTable(DataTable[Any]):
         self._values.clear()
         super().clear()
         return self
+
+    def cursor_key(self) -> str | None:
+        """The key of the highlighted row, or None when the table is empty."""
+        if self.row_count == 0:
+            return None
+        return str(self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value)
 
     def row_values(self, row_key: str) -> dict[str, Any]:
         """Every field of a row, shown or not, by column key."""

@@ -201,7 +201,7 @@ class ReadModel:
             "turns": SessionHeadRow.last_turn,
             "snapshots": SessionHeadRow.snapshot_count,
         }[sort]
-        base = select(SessionRow, SessionHeadRow).join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
+        base = select(*_SESSION_VIEW_COLUMNS).join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
         count = select(func.count()).select_from(SessionRow).join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
         if text:
             pattern = f"%{text.lower()}%"
@@ -212,32 +212,35 @@ class ReadModel:
                 func.lower(SessionRow.title).like(pattern),
             )
             base, count = base.where(condition), count.where(condition)
-        key = tuple_(column, SessionRow.id)
+        # Tie-break on the id of the sorted column's own table, so one index (value, id) serves
+        # both the order and the page key (migration 0007_session_sort_indexes).
+        tie = SessionHeadRow.session_id if sort in ("turns", "snapshots") else SessionRow.id
+        key = tuple_(column, tie)
         if after is not None:
             base = base.where(key < tuple_(*after) if descending else key > tuple_(*after))
-        order = (column.desc(), SessionRow.id.desc()) if descending else (column, SessionRow.id)  # type: ignore[attr-defined]
+        order = (column.desc(), tie.desc()) if descending else (column, tie)  # type: ignore[attr-defined]
         with self.store.read() as conn:
             rows = conn.exec(base.order_by(*order).limit(limit)).all()
             total = int(conn.execute(count).scalar_one())
-        views = tuple(_session_view(s, h) for s, h in rows)
+        views = tuple(_session_view(row) for row in rows)
         next_after = None
         if len(rows) == limit:
-            last_session, last_head = rows[-1]
-            last_value = {"started": last_session.created_at, "project": last_session.project,
-                          "turns": last_head.last_turn, "snapshots": last_head.snapshot_count}[sort]
-            next_after = (last_value, last_session.id)
+            last = rows[-1]
+            last_value = {"started": last.created_at, "project": last.project,
+                          "turns": last.last_turn, "snapshots": last.snapshot_count}[sort]
+            next_after = (last_value, last.id)
         return Page(views, total, next_after)
 
     def session(self, session_id: str) -> SessionView:
         with self.store.read() as conn:
             row = conn.exec(
-                select(SessionRow, SessionHeadRow)
+                select(*_SESSION_VIEW_COLUMNS)
                 .join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
                 .where(SessionRow.id == session_id)
             ).first()
         if row is None:
             raise UnknownIdError(f"no session {session_id!r} in this store")
-        return _session_view(*row)
+        return _session_view(row)
 
     def verify_status(self, session_id: str, *, compute: bool = True) -> VerifyStatus:
         """Cached per session; computed (hashing) only when asked, e.g. from a worker."""
@@ -412,18 +415,26 @@ class ReadModel:
         return tuple(i for turn in self.timeline(session_id) for i in turn.snapshot_ids)
 
 
-def _session_view(session: SessionRow, head: SessionHeadRow) -> SessionView:
+_SESSION_VIEW_COLUMNS = (
+    SessionRow.id, SessionRow.project, SessionRow.branch, SessionRow.title, SessionRow.agent,
+    SessionRow.created_at, SessionHeadRow.last_turn, SessionHeadRow.head_seq,
+    SessionHeadRow.snapshot_count, SessionHeadRow.head_hash,
+)
+"""What a SessionView needs, selected as columns: no ORM objects are built for a list page."""
+
+
+def _session_view(row: Any) -> SessionView:
     return SessionView(
-        id=session.id,
-        project=session.project,
-        branch=session.branch,
-        title=session.title,
-        agent=session.agent,
-        started=utc(datetime.fromisoformat(session.created_at.replace("Z", "+00:00"))),
-        turns=head.last_turn,
-        events=head.head_seq + 1,
-        snapshots=head.snapshot_count,
-        head_hash=head.head_hash,
+        id=row.id,
+        project=row.project,
+        branch=row.branch,
+        title=row.title,
+        agent=row.agent,
+        started=utc(datetime.fromisoformat(row.created_at.replace("Z", "+00:00"))),
+        turns=row.last_turn,
+        events=row.head_seq + 1,
+        snapshots=row.snapshot_count,
+        head_hash=row.head_hash,
     )
 
 

@@ -176,6 +176,21 @@ def _postings_by_term(dialect: str) -> list[str]:
     return statements
 
 
+def _session_sort_indexes(dialect: str) -> list[str]:
+    """One index per sessions-list sort, keyed like the list pages (value, then id).
+
+    The inspector's first screen reads one page of sessions in a sort order; without these
+    the database sorts every session to return the first page, a cost that grows with the
+    store. With them a page is an index walk of ``limit`` entries, whatever the store's size.
+    """
+    return [
+        "CREATE INDEX sessions_by_start ON sessions (created_at, id)",
+        "CREATE INDEX sessions_by_project_id ON sessions (project, id)",
+        "CREATE INDEX session_heads_by_turns ON session_heads (last_turn, session_id)",
+        "CREATE INDEX session_heads_by_snapshots ON session_heads (snapshot_count, session_id)",
+    ]
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step: its name, and the statements it runs for a dialect."""
@@ -191,6 +206,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0004_memories", lambda d: _memories(types_for(d))),
     Migration("0005_drift_runs", _drift_runs),
     Migration("0006_postings_by_term", _postings_by_term),
+    Migration("0007_session_sort_indexes", _session_sort_indexes),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

@@ -91,3 +91,42 @@ def test_both_backends_give_the_same_views(tmp_path, postgres_url):
     finally:
         on_sqlite.close()
         on_postgres.close()
+
+
+SORT_INDEXES = {
+    "started": "sessions_by_start",
+    "project": "sessions_by_project_id",
+    "turns": "session_heads_by_turns",
+    "snapshots": "session_heads_by_snapshots",
+}
+
+
+@pytest.mark.parametrize("model", ["sqlite"], indirect=True)  # EXPLAIN QUERY PLAN is SQLite's
+@pytest.mark.parametrize("sort", list(SORT_INDEXES))
+@pytest.mark.parametrize("descending", [True, False])
+def test_a_sessions_page_walks_an_index_instead_of_sorting_every_session(model, sort, descending):
+    """First page and next page, in every sort: the plan walks the sort's index and sorts
+    nothing (before 0007_session_sort_indexes every page sorted every session)."""
+    from sqlalchemy import event
+
+    statements: list[tuple[str, object]] = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001
+        if "ORDER BY" in statement:
+            statements.append((statement, parameters))
+
+    event.listen(model.store.engine, "before_cursor_execute", capture)
+    try:
+        first = model.sessions(sort=sort, descending=descending, limit=2)
+        model.sessions(sort=sort, descending=descending, limit=2, after=first.next_after)
+    finally:
+        event.remove(model.store.engine, "before_cursor_execute", capture)
+    assert len(statements) == 2
+    raw = model.store.engine.raw_connection()
+    try:
+        for statement, parameters in statements:
+            plan = [row[3] for row in raw.cursor().execute(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+            assert not any("TEMP B-TREE" in step for step in plan), plan
+            assert f"USING INDEX {SORT_INDEXES[sort]}" in plan[0], plan
+    finally:
+        raw.close()

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
 from textual.widgets import DataTable
@@ -91,6 +93,10 @@ def fit_widths(columns: Sequence[Column], available: int, padding: int) -> dict[
     return {c.key: widths[c.key] for c in shown}
 
 
+def _one_line(plain_text: str) -> bool:
+    return "\n" not in plain_text and "\t" not in plain_text and "\r" not in plain_text
+
+
 def plain(value: object) -> Text:
     """A cell as plain text (no markup), one line, ending in "…" when cut."""
     if isinstance(value, Text):
@@ -150,6 +156,68 @@ class FittedTable(DataTable[Any]):
         header_height = self.header_height if self.show_header else 0
         width = sum(column.get_render_width(self) for column in self.columns.values())
         self.virtual_size = Size(width, self._total_row_height + header_height)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        """A body cell drawn straight from its one-line Text, with DataTable's cache key.
+
+        DataTable sends every cell through Rich's general layout (Styled(Padding(cell)) and
+        render_lines), which wraps, measures and splits lines: most of the cost of drawing a
+        table, and of a big store's first screen. Every body cell here is a one-line Text in
+        a fixed-width column, so the same segments come from truncating it and padding it.
+        Anything else (headers, labels, fixed cells, multi-line text) takes DataTable's path.
+        A test holds the two paths equal. (Private DataTable hook; textual is pinned.)
+        """
+        if (
+            row_index < self.fixed_rows
+            or column_index < self.fixed_columns
+            or row_index < 0
+            or column_index < 0
+        ):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        cache_key = (
+            row_key,
+            self._column_locations.get_key(column_index),
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        cached = self._cell_render_cache.get(cache_key)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        cell = self._get_row_renderables(row_index).cells[column_index]
+        if not (isinstance(cell, Text) and self.rows[row_key].height == 1 and _one_line(cell.plain)):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        component_style, post_style = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
+        )
+        style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        padding = self.cell_padding
+        inner = max(width - 2 * padding, 0)
+        text = cell.copy()
+        text.truncate(inner, overflow=cell.overflow or "ellipsis")
+        console = self.app.console
+        body = text.render(console, end="")
+        if text.style:  # Text.render leaves the base style to its caller
+            body = Segment.apply_style(body, console.get_style(text.style))
+        segments = [Segment(" " * padding), *body]
+        fill = inner - text.cell_len
+        segments.append(Segment(" " * (fill + padding)))
+        lines = [list(Segment.apply_style(segments, style, post_style))]
+        self._cell_render_cache[cache_key] = lines
+        return lines
 
     def _lay_out(self, widths: dict[str, int]) -> None:
         cursor, scroll = self.cursor_row, self.scroll_offset

@@ -5,13 +5,16 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.segment import Segment
+from rich.text import Text
+from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
 
 from inspector.screens.drift import DriftScreen, SessionDriftScreen
 from inspector.screens.help import HelpScreen
 from inspector.screens.snapshot import SnapshotScreen
 from inspector.screens.timeline import TimelineScreen
-from inspector.widgets.fitted_table import Column, fit_widths
+from inspector.widgets.fitted_table import Column, FittedTable, fit_widths
 from tests.inspector.conftest import build_app, settle
 from tests.inspector.test_snapshots import SESSION, first_snapshot_of
 
@@ -124,3 +127,48 @@ async def test_clicking_a_candidate_header_sorts_by_it_and_again_reverses(sample
         await settle(pilot)
         assert "sorted by final ↑" in str(app.screen.query_one("#candidate-status", Static).render())
         assert finals() == sorted(finals())
+
+
+TRICKY_CELLS = (
+    "", "x", "日本語のテキストは幅が二つ", "trailing   ", "  leading", "a" * 40, "[b]not markup[/b]",
+    "e\u0301 combining", "🙂 wide 🙂", "tab\there", "two\nlines", Text("✗", style="bold red"),
+    Text.assemble("plain ", ("bold", "bold"), " tail"), 3.14159,
+)
+
+
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+async def test_the_fast_cell_path_draws_exactly_what_datatable_draws(theme):
+    """FittedTable draws one-line cells without Rich's layout; every line must come out as
+    DataTable's own path draws it: same text, same styles, same mouse metadata."""
+    columns = (Column("a", "a", 1), Column("b", "bee", 12), Column("c", "see", 8, min_width=4, flex=1),
+               Column("d", "dee", 6))
+
+    class TableApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield FittedTable(columns, cursor_type="row", zebra_stripes=True)
+
+    def draw(table: FittedTable) -> list[list[Segment]]:
+        table._cell_render_cache.clear()
+        table._row_render_cache.clear()
+        table._line_cache.clear()
+        return [list(Segment.simplify(list(table.render_line(y)))) for y in range(table.size.height)]
+
+    app = TableApp()
+    app.theme = theme
+    async with app.run_test(size=(60, 40)) as pilot:
+        table = app.query_one(FittedTable)
+        cells = TRICKY_CELLS
+        for n in range(len(cells) * 3):
+            table.add_row(cells[n % len(cells)], cells[(n + 1) % len(cells)], cells[(n * 5) % len(cells)], n, key=str(n))
+        for cursor in (0, 7):
+            table.move_cursor(row=cursor)
+            await pilot.pause()
+            fast = draw(table)
+            original = FittedTable._render_cell
+            try:
+                FittedTable._render_cell = DataTable._render_cell  # type: ignore[method-assign]
+                slow = draw(table)
+            finally:
+                FittedTable._render_cell = original  # type: ignore[method-assign]
+            assert fast == slow
+            assert any("日本語" in segment.text for line in fast for segment in line)

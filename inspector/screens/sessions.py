@@ -16,7 +16,9 @@ from inspector.widgets.text_input import TextInput
 
 SORTS = ("started", "project", "turns", "snapshots")
 PAGE_SIZE = 60
-"""A first page fills a tall terminal; more load by key on demand (m), so first paint stays flat."""
+"""Rows per further page, loaded by key when the cursor nears the end or on m."""
+NEAR_END = 3
+"""Rows from the end of what is loaded at which the next page is fetched."""
 VERIFY_BATCH = 20
 COLUMNS = (
     Column("verify", "✓", 1),
@@ -39,10 +41,11 @@ class SessionsScreen(Screen[None]):
     BINDINGS = bindings_for("sessions")
 
     class PageLoaded(Message):
-        def __init__(self, page: Page[SessionView], append: bool) -> None:
+        def __init__(self, page: Page[SessionView], append: bool, generation: int) -> None:
             super().__init__()
             self.page = page
             self.append = append
+            self.generation = generation
 
     class VerifyChecked(Message):
         def __init__(self, statuses: dict[str, VerifyStatus]) -> None:
@@ -59,6 +62,9 @@ class SessionsScreen(Screen[None]):
         self.verifying: set[str] = set()
         """Sessions handed to a verify worker whose result has not arrived yet."""
         self.verify_scheduled = False
+        self.loading_more = False
+        self.generation = 0
+        """Bumped by every reload: a page fetched for an older filter or sort is dropped."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -71,25 +77,31 @@ class SessionsScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()
-        # The first page is one bounded, key-ordered query (tens of ms on a million-row store):
+        # The first page is one bounded index walk (a few ms on a million-row store):
         # run it here so the first frame already shows sessions. Later pages and filters use
         # the worker, so typing never waits on the database.
-        self._show(self._fetch_page(append=False), append=False)
+        self._show(self._fetch_page(after=None), append=False)
 
     # ------------------------------------------------------------------ loading
 
     def reload(self) -> None:
+        self.generation += 1
         self.next_after = None
-        self.load_page(append=False)
+        self.loading_more = False
+        self.load_page(append=False, after=None, generation=self.generation)
 
     @work(thread=True, exclusive=True, group="sessions-page")
-    def load_page(self, append: bool) -> None:
-        self.post_message(self.PageLoaded(self._fetch_page(append), append))
+    def load_page(self, append: bool, after: tuple[object, ...] | None, generation: int) -> None:
+        """Fetch off the UI thread; what to fetch is fixed when asked, not when the thread runs."""
+        self.post_message(self.PageLoaded(self._fetch_page(after), append, generation))
 
-    def _fetch_page(self, append: bool) -> Page[SessionView]:
+    def _fetch_page(self, after: tuple[object, ...] | None) -> Page[SessionView]:
+        # A first page is what the terminal can show, no more: first paint costs the same
+        # whatever the store holds, and the rest arrives by key as the cursor goes down.
+        limit = PAGE_SIZE if after is not None else max(self.app.size.height, NEAR_END + 1)
         return self.app.model.sessions(  # type: ignore[attr-defined, no-any-return]
             text=self.filter_text, sort=self.sort, descending=self.descending,  # type: ignore[arg-type]
-            after=self.next_after if append else None, limit=PAGE_SIZE,
+            after=after, limit=limit,
         )
 
     @work(thread=True, group="sessions-verify")
@@ -124,10 +136,12 @@ class SessionsScreen(Screen[None]):
 
     @on(PageLoaded)
     def show_page(self, message: PageLoaded) -> None:
-        self._show(message.page, message.append)
+        if message.generation == self.generation:
+            self._show(message.page, message.append)
 
     def _show(self, page: Page[SessionView], append: bool) -> None:
         table = self.query_one(DataTable)
+        self.loading_more = False
         if not append:
             table.clear()
             self.loaded = []
@@ -178,9 +192,11 @@ class SessionsScreen(Screen[None]):
                 self.notify(f"{session_id}: {status.problems[0]}", severity="error", timeout=8)
 
     @on(DataTable.RowHighlighted, "#sessions")
-    def row_highlighted(self) -> None:
+    def row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.show_detail()
         self.verify_on_screen()
+        if event.cursor_row >= len(self.loaded) - NEAR_END:
+            self.action_load_more()
 
     # ------------------------------------------------------------------ actions
 
@@ -222,8 +238,9 @@ class SessionsScreen(Screen[None]):
         self.reload()
 
     def action_load_more(self) -> None:
-        if self.next_after is not None:
-            self.load_page(append=True)
+        if self.next_after is not None and not self.loading_more:
+            self.loading_more = True
+            self.load_page(append=True, after=self.next_after, generation=self.generation)
 
     def action_copy_id(self) -> None:
         session_id = self.highlighted_id()

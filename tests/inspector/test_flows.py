@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import timedelta
 
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
@@ -163,3 +164,38 @@ async def test_every_action_is_in_the_palette_and_bindings_have_ids_and_tooltips
         await settle(pilot)
         help_table = app.screen.query_one(DataTable)
         assert help_table.row_count == len(ACTIONS) + 1  # plus the built-in palette key
+
+
+async def test_sessions_arrive_a_screenful_at_a_time_as_the_cursor_goes_down(tmp_path):
+    """The first page is what the terminal shows; going down loads the rest by key, each
+    session once, and a page fetched for an earlier filter is never shown."""
+    from core.store.store import Store
+    from tests.support.factories import T0
+
+    db = tmp_path / "many.db"
+    with Store.open(str(db), create=True) as store:
+        for n in range(100):
+            store.create_session(project=f"p{n % 3}", title=f"session {n}", session_id=f"s{n:03d}",
+                                 created_at=T0 + timedelta(minutes=n))
+    app = build_app(db)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        table = screen.query_one(DataTable)
+        assert table.row_count == 24
+        assert "24 of 100 sessions" in str(screen.query_one("#sessions-status", Static).render())
+        await pilot.press("down")
+        await settle(pilot)
+        assert table.row_count == 24  # not near the end yet
+        for _ in range(4):  # the last row loaded is near the end: the next page comes
+            await pilot.press("ctrl+end")
+            await settle(pilot)
+        keys = [k.value for k in table.rows]
+        assert keys == [f"s{n:03d}" for n in range(99, -1, -1)]
+        assert "100 of 100 sessions" in str(screen.query_one("#sessions-status", Static).render())
+
+        stale = screen.PageLoaded(app.model.sessions(limit=5), append=True, generation=screen.generation - 1)
+        screen.post_message(stale)
+        await settle(pilot)
+        assert [k.value for k in table.rows] == keys

@@ -96,6 +96,7 @@ def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
                 "root": report.root,
                 "added": report.added,
                 "changed": report.changed,
+                "reclassified": report.reclassified,
                 "removed": report.removed,
                 "unchanged": report.unchanged,
                 "chunks": report.chunks,
@@ -113,7 +114,8 @@ def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
             out.print(f"[yellow]{skipped.message}[/]")
     git = f" git {report.git_commit[:12]}{' (dirty)' if report.git_dirty else ''}" if report.git_commit else ""
     out.print(
-        f"{report.index_version}: {len(report.added)} added, {len(report.changed)} changed, "
+        f"{report.index_version}: {len(report.added)} added, {len(report.changed)} changed"
+        f"{f' ({len(report.reclassified)} by the policy)' if report.reclassified else ''}, "
         f"{len(report.removed)} removed, {report.unchanged} unchanged; {report.chunks} chunks written, "
         f"{report.redactions} secrets redacted, {len(report.skipped)} skipped, {report.ignored} ignored{git}"
     )

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain, islice, repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection, Table, func, insert, update
@@ -81,6 +81,9 @@ class IndexReport:
     root: str
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
+    """New content, or the same content under a source the policy now gives it (see reclassified)."""
+    reclassified: list[str] = field(default_factory=list)
+    """Unchanged content whose source changed with the policy's globs (also in ``changed``)."""
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     chunks: int = 0
@@ -167,11 +170,16 @@ def index_workspace(
                 continue
             previous = live.get(entry.rel_path)
             digest = hashlib.sha256(data).hexdigest()
-            if previous is not None and previous[1] == digest:
-                report.unchanged += 1
-                continue
+            if previous is not None and previous.content_hash == digest:
+                # Same bytes: a new version only if the policy now classifies the path
+                # differently (a rule glob added or removed), so recall never serves a file
+                # under the source an older policy gave it.
+                if classifier.source_of(entry.rel_path, language_of(entry.rel_path)).value == previous.source:
+                    report.unchanged += 1
+                    continue
+                report.reclassified.append(entry.rel_path)
             document = prepare_document(
-                entry.rel_path, data, classifier=classifier, replaces=previous[0] if previous else None
+                entry.rel_path, data, classifier=classifier, replaces=previous.id if previous else None
             )
             (report.changed if previous else report.added).append(entry.rel_path)
             report.redactions += document.redactions.count(b'"kind"')
@@ -213,25 +221,35 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def live_documents(store: Store, *, project: str, branch: str, root: str) -> dict[str, tuple[int, str]]:
-    """``path -> (document id, content hash)`` of the live versions under one root."""
+class LiveDocument(NamedTuple):
+    """The live version of a path: what an incremental run compares against."""
+
+    id: int
+    content_hash: str
+    source: str
+
+
+def live_documents(store: Store, *, project: str, branch: str, root: str) -> dict[str, LiveDocument]:
+    """``path -> LiveDocument`` for the live versions under one root."""
     with store.read() as conn:
         rows = conn.execute(
-            select(IndexDocumentRow.path, IndexDocumentRow.id, IndexDocumentRow.content_hash).where(
+            select(
+                IndexDocumentRow.path, IndexDocumentRow.id, IndexDocumentRow.content_hash, IndexDocumentRow.source
+            ).where(
                 IndexDocumentRow.project == project,
                 IndexDocumentRow.branch == branch,
                 IndexDocumentRow.root == root,
                 IndexDocumentRow.valid_to.is_(None),  # type: ignore[union-attr]
             )
         ).all()
-    return {path: (int(doc_id), content_hash) for path, doc_id, content_hash in rows}
+    return {path: LiveDocument(int(doc_id), content_hash, source) for path, doc_id, content_hash, source in rows}
 
 
 def write_run(
     store: Store,
     report: IndexReport,
     prepared: list[PreparedDocument],
-    live: dict[str, tuple[int, str]],
+    live: dict[str, LiveDocument],
     now: datetime,
 ) -> int:
     """Write one run in one transaction holding the write lock: versions, chunks, postings.
@@ -265,7 +283,7 @@ def write_run(
         assert run.id is not None
         run_id = int(run.id)
         superseded = [d.replaces for d in prepared if d.replaces is not None]
-        superseded += [live[path][0] for path in report.removed]
+        superseded += [live[path].id for path in report.removed]
         if superseded:
             conn.execute(
                 update(IndexDocumentRow).where(IndexDocumentRow.id.in_(superseded)).values(valid_to=now_us)  # type: ignore[union-attr]

@@ -199,3 +199,32 @@ def test_index_cli_reads_where_the_policy_keeps_rules_and_decisions(capsys, tmp_
     bad.write_text("rule_globz = []\n")
     assert main(["index", str(workspace), "--project", "p", "--db", db, "--policy", str(bad)]) == 2
     assert "rule_globz" in capsys.readouterr().err
+
+
+def test_a_policy_change_reclassifies_files_whose_bytes_did_not_change(capsys, tmp_path):
+    """Adding a rule glob moves an unchanged file to project-rule in the next run; removing
+    it moves the file back. Files the change does not touch stay unchanged."""
+    workspace = tmp_path / "ws"
+    (workspace / "handbook").mkdir(parents=True)
+    (workspace / "handbook" / "mocks.md").write_text("# Mocks\n\nEvery mock declares its role.\n")
+    (workspace / "app.py").write_text("def role_of(user):\n    return user.role\n")
+    db = str(tmp_path / "policy.db")
+
+    def index_json(*extra: str) -> dict:
+        assert main(["index", str(workspace), "--project", "p", "--db", db, "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    def rule_paths() -> list[str]:
+        assert main(["search", "mock role", "--project", "p", "--source", "project-rule", "--db", db, "--json"]) == 0
+        return [r["path"] for r in json.loads(capsys.readouterr().out)["results"]]
+
+    first = index_json()
+    assert sorted(first["added"]) == ["app.py", "handbook/mocks.md"] and rule_paths() == []
+    policy = tmp_path / "policy.toml"
+    policy.write_text('rule_globs = ["handbook/*"]\n')
+    second = index_json("--policy", str(policy))
+    assert second["reclassified"] == second["changed"] == ["handbook/mocks.md"]
+    assert second["unchanged"] == 1 and rule_paths() == ["handbook/mocks.md"]
+    assert index_json("--policy", str(policy))["unchanged"] == 2  # same policy: nothing to do
+    third = index_json()
+    assert third["reclassified"] == ["handbook/mocks.md"] and rule_paths() == []

@@ -27,6 +27,7 @@ from sqlmodel import Session
 from core.clock import Clock, IdSource, RandomIds, SystemClock
 from core.contracts import (
     EVENT_PAYLOADS,
+    REDACTED_FIELDS,
     AuditSnapshot,
     Contract,
     Event,
@@ -45,6 +46,7 @@ from core.errors import (
     UnknownIdError,
 )
 from core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
+from core.index.redact import redact, redact_values
 from core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
 from core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
 from core.store.tables import (
@@ -267,6 +269,7 @@ class Store:
         created_at: datetime | None = None,
     ) -> SessionHeader:
         """Create a session and append its ``session.started`` event."""
+        title = redact(title).text  # as the session.started event will store it
         header = SessionHeader(
             id=session_id or self.ids.new_id("s"),
             project=project,
@@ -349,6 +352,7 @@ class Store:
             )
         except Exception as exc:  # pydantic.ValidationError
             raise InvalidInputError(f"{event_type} payload: {_first_line(exc)}") from None
+        checked = _redacted(EventType(event_type), checked)
         head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()
         if head is None:
             raise UnknownIdError(f"no session {session_id!r} in this store")
@@ -643,3 +647,11 @@ def event_summary(event: Event) -> str:
             return (f"session on {where}{agent}" + (f": {payload['title']}" if payload.get("title") else ""))[:100]
         case _:
             return json.dumps(payload, ensure_ascii=False)[:100]
+
+
+def _redacted(event_type: EventType, payload: Contract) -> Contract:
+    """``payload`` with secrets replaced in its free-text fields (``REDACTED_FIELDS``)."""
+    fields = REDACTED_FIELDS.get(event_type, ())
+    if not fields:
+        return payload
+    return payload.model_copy(update={name: redact_values(getattr(payload, name)) for name in fields})

@@ -9,12 +9,13 @@ from textual.content import Content
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
+from textual.widgets import DataTable, Header, ProgressBar, Static
 
 from core.audit.drift import DriftReport, DriftRunSummary
 from core.vocab import DriftClass
 from inspector.actions import bindings_for
 from inspector.widgets.fitted_table import Column, FittedTable
+from inspector.widgets.footer import KeysFooter
 
 CLASS_MARK = {
     DriftClass.UNCHANGED: "=",
@@ -88,7 +89,7 @@ class DriftScreen(Screen[None]):
         yield Static("Past runs:", id="runs-label")
         yield FittedTable(RUN_COLUMNS, id="runs-table", cursor_type="row")
         yield Static("", id="drift-status", classes="status-line", markup=False)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#drift-progress").display = False
@@ -203,7 +204,7 @@ class SessionDriftScreen(Screen[None]):
         yield ProgressBar(total=None, show_eta=False, id="drift-progress")
         yield FittedTable(SESSION_COLUMNS, id="session-drift-table", cursor_type="row")
         yield Static("Press r to run drift for every snapshot of this session.", id="drift-status", classes="status-line")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#drift-progress").display = False

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from inspector.actions import bindings_for
+from inspector.widgets.footer import KeysFooter
 
 
 class StoreErrorScreen(Screen[None]):
@@ -28,4 +29,4 @@ class StoreErrorScreen(Screen[None]):
             "or `scopelens migrate` for an older store.",
             classes="empty-state",
         )
-        yield Footer()
+        yield KeysFooter()

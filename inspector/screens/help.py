@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from inspector.actions import ACTIONS, bindings_for
 from inspector.widgets.fitted_table import Column, FittedTable
+from inspector.widgets.footer import KeysFooter
 
 COLUMNS = (
     Column("where", "where", 9),
@@ -29,7 +30,7 @@ class HelpScreen(Screen[None]):
         yield Header()
         yield Static("Keys and commands. Every command is also in the palette (ctrl+p).", id="help-intro")
         yield FittedTable(COLUMNS, id="help-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -7,11 +7,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from core.readmodel import Page, SessionView, VerifyStatus
 from inspector.actions import bindings_for
 from inspector.widgets.fitted_table import Column, FittedTable
+from inspector.widgets.footer import KeysFooter
 from inspector.widgets.text_input import TextInput
 
 SORTS = ("started", "project", "turns", "snapshots")
@@ -73,7 +74,7 @@ class SessionsScreen(Screen[None]):
         yield Static("", id="session-detail", classes="detail-line", markup=False)
         yield Static("", id="sessions-status", classes="status-line", markup=False)
         yield Static("", id="sessions-empty", classes="empty-state")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

@@ -9,14 +9,15 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane
 
 from core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
 from inspector.actions import bindings_for
-from inspector.widgets.fitted_table import Column, FittedTable
-from inspector.widgets.text_input import TextInput
 from inspector.widgets.evidence import EvidenceText
+from inspector.widgets.fitted_table import Column, FittedTable
+from inspector.widgets.footer import KeysFooter
 from inspector.widgets.funnel import Funnel
+from inspector.widgets.text_input import TextInput
 
 SCORE_NAMES = {"lexical": "lex", "authority": "auth", "actionability": "action", "diversity": "div"}
 OK = Text("✓", style="green")
@@ -113,10 +114,12 @@ class SnapshotScreen(Screen[None]):
             with TabPane("6 Citations", id="citations"):
                 yield FittedTable(CITATION_COLUMNS, id="citation-table", cursor_type="row")
                 yield Static("", id="citation-note", classes="status-line", markup=False)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
+        # The candidate page does not need the snapshot view: both load at once.
         self.load()
+        self.load_candidates(append=False)
 
     # ------------------------------------------------------------------ loading
 
@@ -152,7 +155,6 @@ class SnapshotScreen(Screen[None]):
         self.query_one("#budget-line", Static).update(f"budget: {view.budget_line}{missing}")
         self._show_items(view)
         self._show_citations(view)
-        self.load_candidates(append=False)
 
     def _show_scope(self, view: SnapshotView) -> None:
         scope, pins = view.scope, view.pins

@@ -7,12 +7,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from core.readmodel import SessionView, TurnView, VerifyStatus
 from core.vocab import EventType
 from inspector.actions import bindings_for
 from inspector.widgets.fitted_table import Column, FittedTable
+from inspector.widgets.footer import KeysFooter
 
 ICONS = {
     EventType.SESSION_STARTED: "●",
@@ -60,7 +61,7 @@ class TimelineScreen(Screen[None]):
             yield FittedTable(COLUMNS, id="events", cursor_type="row")
             yield Static("", id="event-detail", markup=False)
         yield Static("loading…", id="timeline-status", classes="status-line", markup=False)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

@@ -6,11 +6,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, RadioButton, RadioSet, Static
+from textual.widgets import Header, Input, RadioButton, RadioSet, Static
 
 from core.audit.whynot import WhyNotAnswer
 from core.errors import ScopelensError
 from inspector.actions import bindings_for
+from inspector.widgets.footer import KeysFooter
 from inspector.widgets.text_input import TextInput
 
 
@@ -40,7 +41,7 @@ class WhyNotScreen(Screen[None]):
             yield RadioButton("text", id="kind-text")
         yield TextInput(placeholder="e.g. src/auth/session.ts, createUserMock, or a line of text", id="whynot-input")
         yield Static("Type what you expected the model to see, then press enter.", id="whynot-answer", classes="empty-state", markup=False)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()

@@ -199,3 +199,37 @@ async def test_sessions_arrive_a_screenful_at_a_time_as_the_cursor_goes_down(tmp
         screen.post_message(stale)
         await settle(pilot)
         assert [k.value for k in table.rows] == keys
+
+
+async def test_the_footer_rebuilds_its_keys_only_when_the_keys_change(sample_store):
+    """Focus moves and screen switches signal a bindings change; the footer keeps its key
+    widgets unless what it shows differs, and then it shows the new state."""
+    from textual.widgets._footer import FooterKey
+
+    from inspector.widgets.footer import KeysFooter
+
+    app = build_app(sample_store)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        footer = screen.query_one(KeysFooter)
+        before = list(footer.query(FooterKey))
+        assert before and any(key.action == "load_more" for key in before)
+        screen.refresh_bindings()  # a signal with nothing changed
+        await settle(pilot)
+        assert list(footer.query(FooterKey)) == before
+        await pilot.press("slash")  # the filter takes letters: their keys leave the footer
+        await settle(pilot)
+        assert not any(key.action == "load_more" for key in footer.query(FooterKey))
+        await pilot.press("enter")  # back to the table
+        await settle(pilot)
+        before = list(footer.query(FooterKey))
+        assert any(key.action == "load_more" and not key.has_class("-disabled") for key in before)
+
+        # None: shown, but disabled
+        screen.check_action = lambda action, parameters: None if action == "load_more" else True  # type: ignore[method-assign]
+        screen.refresh_bindings()
+        await settle(pilot)
+        after = list(footer.query(FooterKey))
+        assert after != before
+        assert [key.has_class("-disabled") for key in after if key.action == "load_more"] == [True]

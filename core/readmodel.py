@@ -73,7 +73,8 @@ class SessionView:
     branch: str | None
     title: str
     agent: str
-    started: datetime
+    started: datetime | None
+    """None when the stored start time is not a timestamp (a damaged store): shown as such."""
     turns: int
     events: int
     snapshots: int
@@ -423,6 +424,13 @@ _SESSION_VIEW_COLUMNS = (
 """What a SessionView needs, selected as columns: no ORM objects are built for a list page."""
 
 
+def _timestamp(value: str) -> datetime | None:
+    try:
+        return utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except (TypeError, ValueError):
+        return None
+
+
 def _session_view(row: Any) -> SessionView:
     return SessionView(
         id=row.id,
@@ -430,7 +438,7 @@ def _session_view(row: Any) -> SessionView:
         branch=row.branch,
         title=row.title,
         agent=row.agent,
-        started=utc(datetime.fromisoformat(row.created_at.replace("Z", "+00:00"))),
+        started=_timestamp(row.created_at),
         turns=row.last_turn,
         events=row.head_seq + 1,
         snapshots=row.snapshot_count,

@@ -8,12 +8,12 @@ from textual.app import ComposeResult
 from textual.content import Content
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
 from core.audit.drift import DriftReport, DriftRunSummary
 from core.vocab import DriftClass
 from inspector.actions import bindings_for
+from inspector.screens.base import InspectorScreen
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 
@@ -53,10 +53,11 @@ SESSION_COLUMNS = (
 )
 
 
-class DriftScreen(Screen[None]):
+class DriftScreen(InspectorScreen):
     """Run drift in a worker; list past runs; a content-changed item opens its diff."""
 
     SCOPE = "drift"
+    PROBLEM_TARGET = "drift-status"
     CSS_PATH = "drift.tcss"
     BINDINGS = bindings_for("drift")
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
@@ -96,7 +97,7 @@ class DriftScreen(Screen[None]):
         self.query_one("#drift-table", DataTable).focus()
         self.load_runs()
 
-    @work(thread=True, exclusive=True, group="drift-runs")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="drift-runs")
     def load_runs(self) -> None:
         model = self.app.model  # type: ignore[attr-defined]
         runs = model.drift_runs(self.snapshot_id)
@@ -119,7 +120,7 @@ class DriftScreen(Screen[None]):
         self.query_one("#drift-status", Static).update("re-running the recorded plan against today's index…")
         self.compute()
 
-    @work(thread=True, exclusive=True, group="drift")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="drift")
     def compute(self) -> None:
         report, recorded = self.app.model.compute_drift(self.snapshot_id)  # type: ignore[attr-defined]
         self.post_message(self.Computed(report, recorded))
@@ -180,10 +181,11 @@ class DriftScreen(Screen[None]):
         self.query_one("#drift-diff", Static).focus()
 
 
-class SessionDriftScreen(Screen[None]):
+class SessionDriftScreen(InspectorScreen):
     """Drift per snapshot of a whole session, computed in a worker with progress."""
 
     SCOPE = "drift"
+    PROBLEM_TARGET = "drift-status"
     CSS_PATH = "drift.tcss"
     BINDINGS = bindings_for("drift")
 
@@ -215,7 +217,7 @@ class SessionDriftScreen(Screen[None]):
         self.query_one("#drift-progress").display = True
         self.compute()
 
-    @work(thread=True, exclusive=True)
+    @work(thread=True, exclusive=True, exit_on_error=False)
     def compute(self) -> None:
         model = self.app.model  # type: ignore[attr-defined]
         snapshot_ids = model.snapshot_ids(self.session_id)

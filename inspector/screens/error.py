@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from inspector.actions import bindings_for
+from inspector.screens.base import InspectorScreen
 from inspector.widgets.footer import KeysFooter
 
 
-class StoreErrorScreen(Screen[None]):
+class StoreErrorScreen(InspectorScreen):
     """A clear message (not a traceback) for a missing, foreign, newer or broken store."""
 
     SCOPE = "error"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from inspector.actions import ACTIONS, bindings_for
+from inspector.screens.base import InspectorScreen
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 
@@ -19,7 +19,7 @@ COLUMNS = (
 KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter"}
 
 
-class HelpScreen(Screen[None]):
+class HelpScreen(InspectorScreen):
     """Keys per screen, with their command palette titles (ctrl+p opens the palette)."""
 
     SCOPE = "help"

@@ -6,11 +6,11 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input, Static
 
 from core.readmodel import Page, SessionView, VerifyStatus
 from inspector.actions import bindings_for
+from inspector.screens.base import InspectorScreen
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 from inspector.widgets.text_input import TextInput
@@ -34,10 +34,11 @@ COLUMNS = (
 """Narrow terminals hide title, then branch; the line under the table shows both."""
 
 
-class SessionsScreen(Screen[None]):
+class SessionsScreen(InspectorScreen):
     """Sessions: project, branch, start, turns, retrievals and a ✓/✗ verify mark."""
 
     SCOPE = "sessions"
+    PROBLEM_TARGET = "sessions-status"
     CSS_PATH = "sessions.tcss"
     BINDINGS = bindings_for("sessions")
 
@@ -81,7 +82,12 @@ class SessionsScreen(Screen[None]):
         # The first page is one bounded index walk (a few ms on a million-row store):
         # run it here so the first frame already shows sessions. Later pages and filters use
         # the worker, so typing never waits on the database.
-        self._show(self._fetch_page(after=None), append=False)
+        try:
+            first = self._fetch_page(after=None)
+        except Exception as error:  # a damaged store: say so on this screen, keep the app
+            self.show_problem(error)
+            return
+        self._show(first, append=False)
 
     # ------------------------------------------------------------------ loading
 
@@ -91,7 +97,7 @@ class SessionsScreen(Screen[None]):
         self.loading_more = False
         self.load_page(append=False, after=None, generation=self.generation)
 
-    @work(thread=True, exclusive=True, group="sessions-page")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="sessions-page")
     def load_page(self, append: bool, after: tuple[object, ...] | None, generation: int) -> None:
         """Fetch off the UI thread; what to fetch is fixed when asked, not when the thread runs."""
         self.post_message(self.PageLoaded(self._fetch_page(after), append, generation))
@@ -105,7 +111,7 @@ class SessionsScreen(Screen[None]):
             after=after, limit=limit,
         )
 
-    @work(thread=True, group="sessions-verify")
+    @work(thread=True, exit_on_error=False, group="sessions-verify")
     def verify_sessions(self, session_ids: list[str]) -> None:
         """Hash-check sessions off the UI thread; results arrive in batches, not per row."""
         model = self.app.model  # type: ignore[attr-defined]
@@ -150,7 +156,7 @@ class SessionsScreen(Screen[None]):
         for view in page.rows:
             status = model.verify_status(view.id, compute=False)
             table.add_row(
-                _mark(status), view.id, view.project, view.branch or "-", view.started.strftime("%Y-%m-%d %H:%M"),
+                _mark(status), view.id, view.project, view.branch or "-", _started(view),
                 str(view.turns), str(view.snapshots), view.title, key=view.id,
             )
         self.loaded += list(page.rows)
@@ -260,3 +266,9 @@ class SessionsScreen(Screen[None]):
 
 def _mark(status: VerifyStatus) -> Text:
     return Text(status.mark, style="bold red" if status.state == "problem" else "")
+
+
+def _started(view: SessionView) -> Text:
+    if view.started is None:
+        return Text("unreadable", style="bold red")
+    return Text(view.started.strftime("%Y-%m-%d %H:%M"))

@@ -8,11 +8,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane
 
 from core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
 from inspector.actions import bindings_for
+from inspector.screens.base import InspectorScreen
 from inspector.widgets.evidence import EvidenceText
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
@@ -59,10 +59,12 @@ CITATION_COLUMNS = (
 )
 
 
-class SnapshotScreen(Screen[None]):
+class SnapshotScreen(InspectorScreen):
     """Everything one snapshot recorded, with hashes re-derived on display."""
 
     SCOPE = "snapshot"
+    PROBLEM_TARGET = "snapshot-title"
+    PROBLEM_TARGETS = {"candidates": "candidate-status"}
     CSS_PATH = "snapshot.tcss"
     BINDINGS = bindings_for("snapshot")
 
@@ -123,11 +125,11 @@ class SnapshotScreen(Screen[None]):
 
     # ------------------------------------------------------------------ loading
 
-    @work(thread=True, exclusive=True, group="snapshot")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="snapshot")
     def load(self) -> None:
         self.post_message(self.Loaded(self.app.model.snapshot(self.snapshot_id)))  # type: ignore[attr-defined]
 
-    @work(thread=True, exclusive=True, group="candidates")
+    @work(thread=True, exclusive=True, exit_on_error=False, group="candidates")
     def load_candidates(self, append: bool) -> None:
         page = self.app.model.candidates(  # type: ignore[attr-defined]
             self.snapshot_id, text=self.filter_text, sort=self.sort, descending=self.descending,

@@ -6,12 +6,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
 from core.readmodel import SessionView, TurnView, VerifyStatus
 from core.vocab import EventType
 from inspector.actions import bindings_for
+from inspector.screens.base import InspectorScreen
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 
@@ -32,10 +32,11 @@ COLUMNS = (
 )
 
 
-class TimelineScreen(Screen[None]):
+class TimelineScreen(InspectorScreen):
     """Events grouped by turn; n/p jump between turns; enter opens a snapshot."""
 
     SCOPE = "timeline"
+    PROBLEM_TARGET = "timeline-status"
     CSS_PATH = "timeline.tcss"
     BINDINGS = bindings_for("timeline")
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
@@ -67,7 +68,7 @@ class TimelineScreen(Screen[None]):
         self.query_one(DataTable).focus()
         self.load()
 
-    @work(thread=True, exclusive=True)
+    @work(thread=True, exclusive=True, exit_on_error=False)
     def load(self) -> None:
         model = self.app.model  # type: ignore[attr-defined]
         self.post_message(self.Loaded(model.session(self.session_id), model.timeline(self.session_id),

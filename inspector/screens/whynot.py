@@ -5,20 +5,21 @@ from __future__ import annotations
 from textual import on, work
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Header, Input, RadioButton, RadioSet, Static
 
 from core.audit.whynot import WhyNotAnswer
 from core.errors import ScopelensError
 from inspector.actions import bindings_for
+from inspector.screens.base import InspectorScreen
 from inspector.widgets.footer import KeysFooter
 from inspector.widgets.text_input import TextInput
 
 
-class WhyNotScreen(Screen[None]):
+class WhyNotScreen(InspectorScreen):
     """One question at a time against one snapshot."""
 
     SCOPE = "whynot"
+    PROBLEM_TARGET = "whynot-answer"
     CSS_PATH = "whynot.tcss"
     BINDINGS = bindings_for("whynot")
 
@@ -59,7 +60,7 @@ class WhyNotScreen(Screen[None]):
         if value:
             self.ask(self.kind(), value)
 
-    @work(thread=True, exclusive=True)
+    @work(thread=True, exclusive=True, exit_on_error=False)
     def ask(self, kind: str, value: str) -> None:
         try:
             answer = self.app.model.why_not(self.snapshot_id, kind, value)  # type: ignore[attr-defined]

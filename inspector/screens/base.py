@@ -1,0 +1,59 @@
+"""What every inspector screen shares: a store problem met while loading is shown, never raised.
+
+A tampered or damaged store can hold a snapshot body that is not JSON, a row whose stage is no
+stage, a session without its head. Reading one raises inside a worker; Textual's default is to
+exit the app with a traceback. Here the screen shows the problem on one line, in red, where its
+data would have been, and as a notification, and the rest of the inspector keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import ValidationError
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState
+
+from core.errors import ScopelensError
+
+
+def problem_line(error: BaseException) -> str:
+    """One line a person can act on, for an error met while reading the store."""
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "document"
+        detail = f"{error.title} {where}: {first['msg']}"
+    elif isinstance(error, ScopelensError):
+        detail = str(error)
+    else:
+        detail = f"{type(error).__name__}: {error}"
+    detail = detail.strip().splitlines()[0] if detail.strip() else type(error).__name__
+    return f"cannot read this from the store ({detail}); run `scopelens verify` on it"
+
+
+class InspectorScreen(Screen[None]):
+    """A screen whose loading workers report store problems instead of crashing the app."""
+
+    PROBLEM_TARGET: ClassVar[str | None] = None
+    """Id of the Static that shows a problem in place of the data (None: notification only)."""
+    PROBLEM_TARGETS: ClassVar[dict[str, str]] = {}
+    """Worker group -> the Static for problems of that worker, where it is not PROBLEM_TARGET."""
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.show_problem(event.worker.error, self.PROBLEM_TARGETS.get(event.worker.group, self.PROBLEM_TARGET))
+
+    def show_problem(self, error: BaseException, target_id: str | None = None) -> None:
+        line = problem_line(error)
+        target_id = target_id or self.PROBLEM_TARGET
+        if target_id is not None:
+            try:
+                target = self.query_one(f"#{target_id}", Static)
+            except NoMatches:
+                pass
+            else:
+                target.update(f"✗ {line}")
+                target.add_class("bad-mark")
+        self.notify(line, severity="error", timeout=10)

@@ -1,0 +1,86 @@
+"""A damaged or tampered store shows its problem where the data would be, never a traceback.
+
+Each case alters the sample store the way an attacker with database access, or a broken disk,
+could (append-only triggers dropped first). The inspector is then walked from the sessions list
+through the timeline to the snapshot's tabs; the app must keep running and say what is wrong.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from inspector.screens.snapshot import SnapshotScreen
+from inspector.screens.timeline import TimelineScreen
+from tests.inspector.conftest import build_app, settle
+
+SESSION = "s-auth-role-mock-0001"
+SNAPSHOT = "snap-auth-role-mock-0001"
+CANNOT_READ = "cannot read this from the store"
+
+CASES = {
+    "snapshot body not JSON": (
+        ["DROP TRIGGER snapshots_no_update", f"UPDATE snapshots SET body = X'00FF00' WHERE id = '{SNAPSHOT}'"],
+        ("snapshot-title", "AuditSnapshot document: Invalid JSON"),
+    ),
+    "snapshot body of another shape": (
+        ["DROP TRIGGER snapshots_no_update",
+         f"UPDATE snapshots SET body = CAST('{{\"a\": 1}}' AS BLOB) WHERE id = '{SNAPSHOT}'"],
+        ("snapshot-title", "AuditSnapshot id: Field required"),
+    ),
+    "event body not JSON": (
+        ["DROP TRIGGER events_no_update", f"UPDATE events SET body = X'7B7B' WHERE session_id = '{SESSION}' AND seq = 1"],
+        ("timeline-status", "Event document: Invalid JSON"),
+    ),
+    "session head deleted": (
+        [f"DELETE FROM session_heads WHERE session_id = '{SESSION}'"],
+        ("timeline-status", f"no session '{SESSION}'"),
+    ),
+    "snapshot deleted": (
+        ["DROP TRIGGER snapshots_no_delete", f"DELETE FROM snapshots WHERE id = '{SNAPSHOT}'"],
+        ("snapshot-title", f"no snapshot '{SNAPSHOT}'"),
+    ),
+    "candidate stage not a stage": (
+        ["DROP TRIGGER snapshot_rows_no_update", f"UPDATE snapshot_rows SET stage = 'bogus' WHERE snapshot_id = '{SNAPSHOT}'"],
+        ("candidate-status", "'bogus' is not a valid Stage"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_a_damaged_store_is_reported_on_screen_and_the_app_keeps_running(sample_store, case):
+    statements, (target, detail) = CASES[case]
+    with sqlite3.connect(sample_store) as conn:
+        for statement in statements:
+            conn.execute(statement)
+    app = build_app(sample_store)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        app.push_screen(TimelineScreen(SESSION))
+        await settle(pilot)
+        if target != "timeline-status":
+            app.push_screen(SnapshotScreen(SNAPSHOT, tab="candidates"))
+            await settle(pilot)
+        shown = app.screen.query_one(f"#{target}", Static)
+        text = str(shown.render())
+        assert CANNOT_READ in text and detail in text and "scopelens verify" in text
+        assert shown.has_class("bad-mark")
+        assert any(CANNOT_READ in n.message and n.severity == "error" for n in app._notifications)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.is_running and app.return_code is None  # still usable: back to where we came from
+
+
+async def test_a_session_whose_start_is_not_a_timestamp_is_listed_as_unreadable(sample_store):
+    with sqlite3.connect(sample_store) as conn:
+        conn.execute("DROP TRIGGER sessions_no_update")
+        conn.execute(f"UPDATE sessions SET created_at = 'not a date' WHERE id = '{SESSION}'")
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 4
+        assert table.get_cell(SESSION, "started").plain == "unreadable"
+        assert table.get_cell("s-billing-cents-time-0001", "started").plain.startswith("20")

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 from pydantic import ValidationError
 from sqlmodel import Session, select
@@ -48,6 +50,8 @@ class _ChainState:
     last_hash: str = ZERO_HASH
     previous_hash: str = ZERO_HASH
     events: int = 0
+    started: dict[str, Any] | None = None
+    """The ``session.started`` event's payload and time: what the header row must say."""
 
 
 @dataclass
@@ -169,6 +173,8 @@ def _check_event(
     if data.get("type") == EventType.RETRIEVAL_SNAPSHOT_CREATED.value:
         payload = data.get("payload", {})
         snapshot_events[str(payload.get("snapshot_id"))] = (str(payload.get("snapshot_hash")), record)
+    elif data.get("type") == EventType.SESSION_STARTED.value and isinstance(data.get("payload"), dict):
+        chain.started = {**data["payload"], "created_at": data.get("created_at")}
     _advance(chain, row)
 
 
@@ -198,6 +204,14 @@ def _check_sessions(
             if head.head_seq >= 0:
                 findings.add("deleted", record, f"all {head.head_seq + 1} events are missing")
             continue
+        header = sessions.get(session_id)
+        if header is not None and chain.started is not None:
+            differing = _header_differs(header, chain.started)
+            if differing:
+                findings.add(
+                    "changed", record,
+                    f"its header row disagrees with its session.started event: {', '.join(differing)}",
+                )
         if chain.last_seq < head.head_seq:
             findings.add(
                 "deleted",
@@ -214,6 +228,25 @@ def _check_sessions(
             )
         elif chain.last_hash != head.head_hash:
             findings.add("head-mismatch", record, "the last event's hash differs from the recorded head")
+
+
+def _header_differs(header: SessionRow, started: dict[str, Any]) -> list[str]:
+    """Fields of the sessions row (what lists show) that the hashed start event contradicts."""
+    differing = [
+        name
+        for name in ("project", "branch", "workspace_root", "title", "agent")
+        if getattr(header, name) != started.get(name)
+    ]
+    if _instant(header.created_at) is None or _instant(header.created_at) != _instant(started.get("created_at")):
+        differing.append("created_at")
+    return differing
+
+
+def _instant(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]], findings: _Findings) -> int:

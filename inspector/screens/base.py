@@ -30,7 +30,7 @@ def problem_line(error: BaseException) -> str:
     else:
         detail = f"{type(error).__name__}: {error}"
     detail = detail.strip().splitlines()[0] if detail.strip() else type(error).__name__
-    return f"cannot read this from the store ({detail}); run `scopelens verify` on it"
+    return f"cannot read this from the store: {detail} · run `scopelens verify` on it"
 
 
 class InspectorScreen(Screen[None]):

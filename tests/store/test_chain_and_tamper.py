@@ -10,7 +10,7 @@ from sqlalchemy import text
 from core.contracts import Event
 from core.hashing import canonical_json, sha256_hex
 from core.store.store import Store
-from core.store.verify import verify_store
+from core.store.verify import verify_session, verify_store
 from core.vocab import EventType
 from tests.support.factories import make_snapshot
 from tests.support.tamper import tampering
@@ -61,6 +61,23 @@ def test_changed_byte_is_named(populated):
         conn.execute(text("UPDATE events SET body=:b WHERE session_id='s-a' AND seq=3"), {"b": forged})
     report = report_for(url)
     assert ("changed", "event s-a#3") in {(p.kind, p.record) for p in report.problems}
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("project", "gamma"), ("title", "a friendlier title"), ("branch", "main"), ("created_at", "2020-01-01T00:00:00Z")],
+)
+def test_a_rewritten_session_header_row_is_named(populated, column, value):
+    """The sessions row is what lists show; its start event (hashed, chained) is the truth."""
+    url, _ = populated
+    with tampering(url) as conn:
+        conn.execute(text(f"UPDATE sessions SET {column} = :value WHERE id = 's-a'"), {"value": value})
+    with Store.open(url, read_only=True) as store:
+        per_session = verify_session(store, "s-a")
+    report = report_for(url)
+    expected = f"its header row disagrees with its session.started event: {column}"
+    assert [(p.kind, p.record, p.detail) for p in report.problems] == [("changed", "session s-a", expected)]
+    assert [(p.kind, p.detail) for p in per_session] == [("changed", expected)]
 
 
 def test_deleted_middle_event_is_named(populated):

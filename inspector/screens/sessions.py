@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Header, Input, Static
 
 from core.readmodel import Page, SessionView, VerifyStatus
 from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen
+from inspector.screens.base import InspectorScreen, problem_line
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 from inspector.widgets.text_input import TextInput
@@ -117,12 +117,19 @@ class SessionsScreen(InspectorScreen):
         model = self.app.model  # type: ignore[attr-defined]
         batch: dict[str, VerifyStatus] = {}
         for session_id in session_ids:
-            batch[session_id] = model.verify_status(session_id)
+            try:
+                batch[session_id] = model.verify_status(session_id)
+            except Exception as error:  # unreadable, not just altered: still a red mark, not a stuck "…"
+                batch[session_id] = VerifyStatus("problem", (problem_line(error),))
             if len(batch) == VERIFY_BATCH:
                 self.post_message(self.VerifyChecked(batch))
                 batch = {}
         if batch:
             self.post_message(self.VerifyChecked(batch))
+
+    def show_problem(self, error: BaseException, target_id: str | None = None) -> None:
+        self.loading_more = False  # a failed page may be asked for again (m)
+        super().show_problem(error, target_id)
 
     @property
     def verify_pending(self) -> bool:

@@ -84,3 +84,24 @@ async def test_a_session_whose_start_is_not_a_timestamp_is_listed_as_unreadable(
         assert table.row_count == 4
         assert table.get_cell(SESSION, "started").plain == "unreadable"
         assert table.get_cell("s-billing-cents-time-0001", "started").plain.startswith("20")
+
+
+async def test_a_session_that_cannot_be_verified_gets_a_red_mark_not_a_stuck_one(sample_store, monkeypatch):
+    from core.readmodel import ReadModel
+
+    original = ReadModel.verify_status
+
+    def failing(self, session_id, *, compute=True):  # type: ignore[no-untyped-def]
+        if compute and session_id == SESSION:
+            raise ValueError("a body that cannot be read")
+        return original(self, session_id, compute=compute)
+
+    monkeypatch.setattr(ReadModel, "verify_status", failing)
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(DataTable)
+        assert table.get_cell(SESSION, "verify").plain == "✗"
+        assert table.get_cell("s-billing-cents-time-0001", "verify").plain == "✓"
+        assert not app.screen.verify_pending
+        assert any("a body that cannot be read" in n.message for n in app._notifications)

@@ -173,7 +173,7 @@ def _check_event(
     if data.get("type") == EventType.RETRIEVAL_SNAPSHOT_CREATED.value:
         payload = data.get("payload", {})
         snapshot_events[str(payload.get("snapshot_id"))] = (str(payload.get("snapshot_hash")), record)
-    elif data.get("type") == EventType.SESSION_STARTED.value and isinstance(data.get("payload"), dict):
+    elif row.seq == 0 and data.get("type") == EventType.SESSION_STARTED.value and isinstance(data.get("payload"), dict):
         chain.started = {**data["payload"], "created_at": data.get("created_at")}
     _advance(chain, row)
 

@@ -8,7 +8,9 @@ data would have been, and as a notification, and the rest of the inspector keeps
 
 from __future__ import annotations
 
-from typing import ClassVar
+import functools
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import ValidationError
 from textual.css.query import NoMatches
@@ -33,6 +35,24 @@ def problem_line(error: BaseException) -> str:
     return f"cannot read this from the store: {detail} · run `scopelens verify` on it"
 
 
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def shows_problems(handler: Handler) -> Handler:
+    """For a handler that draws what a worker read: an error while drawing (a duplicate id in
+    a tampered document, say) becomes the screen's problem line instead of ending the app."""
+
+    @functools.wraps(handler)
+    def guarded(self: InspectorScreen, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(self, *args, **kwargs)
+        except Exception as error:
+            self.show_problem(error)
+            return None
+
+    return guarded  # type: ignore[return-value]
+
+
 class InspectorScreen(Screen[None]):
     """A screen whose loading workers report store problems instead of crashing the app."""
 
@@ -41,11 +61,15 @@ class InspectorScreen(Screen[None]):
     PROBLEM_TARGETS: ClassVar[dict[str, str]] = {}
     """Worker group -> the Static for problems of that worker, where it is not PROBLEM_TARGET."""
 
+    loading_more = False
+    """True while a next page is being fetched; a screen that pages sets it, a problem clears it."""
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.show_problem(event.worker.error, self.PROBLEM_TARGETS.get(event.worker.group, self.PROBLEM_TARGET))
 
     def show_problem(self, error: BaseException, target_id: str | None = None) -> None:
+        self.loading_more = False  # a failed page may be asked for again
         line = problem_line(error)
         target_id = target_id or self.PROBLEM_TARGET
         if target_id is not None:

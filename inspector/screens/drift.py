@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Header, ProgressBar, Static
 from core.audit.drift import DriftReport, DriftRunSummary
 from core.vocab import DriftClass
 from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen
+from inspector.screens.base import InspectorScreen, shows_problems
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 
@@ -105,6 +105,7 @@ class DriftScreen(InspectorScreen):
         self.post_message(self.RunsLoaded(runs, latest))
 
     @on(RunsLoaded)
+    @shows_problems
     def show_runs(self, message: RunsLoaded) -> None:
         table = self.query_one("#runs-table", DataTable)
         table.clear()
@@ -126,6 +127,7 @@ class DriftScreen(InspectorScreen):
         self.post_message(self.Computed(report, recorded))
 
     @on(Computed)
+    @shows_problems
     def computed(self, message: Computed) -> None:
         self.query_one("#drift-progress").display = False
         self.show_report(message.report, note="recorded" if message.recorded else "not recorded (read-only store)")
@@ -226,6 +228,7 @@ class SessionDriftScreen(InspectorScreen):
             self.post_message(self.Progressed(done, len(snapshot_ids), report))
 
     @on(Progressed)
+    @shows_problems
     def progressed(self, message: Progressed) -> None:
         bar = self.query_one("#drift-progress", ProgressBar)
         bar.update(total=message.total, progress=message.done)

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Header, Input, Static
 
 from core.readmodel import Page, SessionView, VerifyStatus
 from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen, problem_line
+from inspector.screens.base import InspectorScreen, problem_line, shows_problems
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 from inspector.widgets.text_input import TextInput
@@ -64,7 +64,6 @@ class SessionsScreen(InspectorScreen):
         self.verifying: set[str] = set()
         """Sessions handed to a verify worker whose result has not arrived yet."""
         self.verify_scheduled = False
-        self.loading_more = False
         self.generation = 0
         """Bumped by every reload: a page fetched for an older filter or sort is dropped."""
 
@@ -127,10 +126,6 @@ class SessionsScreen(InspectorScreen):
         if batch:
             self.post_message(self.VerifyChecked(batch))
 
-    def show_problem(self, error: BaseException, target_id: str | None = None) -> None:
-        self.loading_more = False  # a failed page may be asked for again (m)
-        super().show_problem(error, target_id)
-
     @property
     def verify_pending(self) -> bool:
         """True while verification of the visible rows is scheduled or running (tests wait on it)."""
@@ -149,6 +144,7 @@ class SessionsScreen(InspectorScreen):
             self.verify_sessions(pending)
 
     @on(PageLoaded)
+    @shows_problems
     def show_page(self, message: PageLoaded) -> None:
         if message.generation == self.generation:
             self._show(message.page, message.append)
@@ -160,13 +156,16 @@ class SessionsScreen(InspectorScreen):
             table.clear()
             self.loaded = []
         model = self.app.model  # type: ignore[attr-defined]
+        shown = {view.id for view in self.loaded}
         for view in page.rows:
+            if view.id in shown:
+                continue  # listed on an earlier page: a recorder moved it while we paged
             status = model.verify_status(view.id, compute=False)
             table.add_row(
                 _mark(status), view.id, view.project, view.branch or "-", _started(view),
                 str(view.turns), str(view.snapshots), view.title, key=view.id,
             )
-        self.loaded += list(page.rows)
+        self.loaded += [view for view in page.rows if view.id not in shown]
         self.next_after = page.next_after
         arrow = "↓" if self.descending else "↑"
         more = " · m: more" if self.next_after else ""
@@ -196,6 +195,7 @@ class SessionsScreen(InspectorScreen):
         )
 
     @on(VerifyChecked)
+    @shows_problems
     def show_verify(self, message: VerifyChecked) -> None:
         table = self.query_one(DataTable)
         for session_id, status in message.statuses.items():

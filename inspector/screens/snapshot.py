@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Header, Input, Static, TabbedContent, Tab
 
 from core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
 from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen
+from inspector.screens.base import InspectorScreen, shows_problems
 from inspector.widgets.evidence import EvidenceText
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
@@ -74,10 +74,11 @@ class SnapshotScreen(InspectorScreen):
             self.view = view
 
     class CandidatesLoaded(Message):
-        def __init__(self, page: Page[CandidateRow], append: bool) -> None:
+        def __init__(self, page: Page[CandidateRow], append: bool, generation: int) -> None:
             super().__init__()
             self.page = page
             self.append = append
+            self.generation = generation
 
     def __init__(self, snapshot_id: str, tab: str = "evidence") -> None:
         super().__init__()
@@ -89,6 +90,8 @@ class SnapshotScreen(InspectorScreen):
         self.candidate_rows: dict[str, CandidateRow] = {}
         self.filter_text = ""
         self.next_after: tuple[object, ...] | None = None
+        self.candidate_generation = 0
+        """Bumped by every new filter or sort: a page fetched for an older one is dropped."""
         self.candidate_count = 0
 
     def compose(self) -> ComposeResult:
@@ -121,7 +124,7 @@ class SnapshotScreen(InspectorScreen):
     def on_mount(self) -> None:
         # The candidate page does not need the snapshot view: both load at once.
         self.load()
-        self.load_candidates(append=False)
+        self.reload_candidates()
 
     # ------------------------------------------------------------------ loading
 
@@ -129,15 +132,24 @@ class SnapshotScreen(InspectorScreen):
     def load(self) -> None:
         self.post_message(self.Loaded(self.app.model.snapshot(self.snapshot_id)))  # type: ignore[attr-defined]
 
+    def reload_candidates(self) -> None:
+        self.candidate_generation += 1
+        self.next_after = None
+        self.loading_more = False
+        self.load_candidates(self.filter_text, self.sort, self.descending, None, self.candidate_generation)
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="candidates")
-    def load_candidates(self, append: bool) -> None:
+    def load_candidates(
+        self, text: str, sort: str, descending: bool, after: tuple[object, ...] | None, generation: int
+    ) -> None:
+        """Fetch off the UI thread; what to fetch is fixed when asked, not when the thread runs."""
         page = self.app.model.candidates(  # type: ignore[attr-defined]
-            self.snapshot_id, text=self.filter_text, sort=self.sort, descending=self.descending,
-            after=self.next_after if append else None, limit=CANDIDATE_PAGE,
+            self.snapshot_id, text=text, sort=sort, descending=descending, after=after, limit=CANDIDATE_PAGE,
         )
-        self.post_message(self.CandidatesLoaded(page, append))
+        self.post_message(self.CandidatesLoaded(page, after is not None, generation))
 
     @on(Loaded)
+    @shows_problems
     def show(self, message: Loaded) -> None:
         view = self.view = message.view
         ok = view.block_ok and view.rows_ok and all(i.hash_ok for i in view.items)
@@ -240,7 +252,8 @@ class SnapshotScreen(InspectorScreen):
         for item in view.items:
             table.add_row(item.citation_id, OK, f"#{item.rank}", item.source_ref,
                           ", ".join(item.cited_by) or "not cited", key=item.citation_id)
-        dangling = [(ref, cid) for ref, ids in view.response_citations for cid in ids if cid not in known]
+        # A reply may cite the same missing id twice: one row for it.
+        dangling = list(dict.fromkeys((ref, cid) for ref, ids in view.response_citations for cid in ids if cid not in known))
         for ref, citation_id in dangling:
             table.add_row(citation_id, BAD, "-", "(not in this snapshot)", ref, key=f"dangling:{ref}:{citation_id}")
         note = f"{len(view.items)} citations in the block"
@@ -249,13 +262,19 @@ class SnapshotScreen(InspectorScreen):
         self.query_one("#citation-note", Static).update(note)
 
     @on(CandidatesLoaded)
+    @shows_problems
     def show_candidates(self, message: CandidatesLoaded) -> None:
+        if message.generation != self.candidate_generation:
+            return
+        self.loading_more = False
         table = self.query_one("#candidate-table", DataTable)
         if not message.append:
             table.clear()
             self.candidate_count = 0
             self.candidate_rows = {}
         for row in message.page.rows:
+            if str(row.ordinal) in self.candidate_rows:
+                continue  # already shown (a page boundary that moved)
             self.candidate_rows[str(row.ordinal)] = row
             scores = row.scores
 
@@ -266,7 +285,7 @@ class SnapshotScreen(InspectorScreen):
             source = row.source_ref + (" (probe)" if row.from_probe else "")
             table.add_row(str(row.ordinal), row.stage.value, source, fmt("final"), fmt("lexical"), fmt("anchor"),
                           fmt("authority"), fmt("recency"), row.reason, key=str(row.ordinal))
-        self.candidate_count += len(message.page.rows)
+        self.candidate_count = len(self.candidate_rows)
         self.next_after = message.page.next_after
         more = " · m: more" if self.next_after else ""
         arrow = "↓" if self.descending else "↑"
@@ -318,8 +337,7 @@ class SnapshotScreen(InspectorScreen):
     @on(Input.Changed, "#candidate-filter")
     def candidate_filter(self, event: Input.Changed) -> None:
         self.filter_text = event.value.strip()
-        self.next_after = None
-        self.load_candidates(append=False)
+        self.reload_candidates()
 
     @on(DataTable.RowSelected, "#citation-table")
     def citation_selected(self) -> None:
@@ -346,8 +364,9 @@ class SnapshotScreen(InspectorScreen):
         items.focus()
 
     def action_load_more(self) -> None:
-        if self.next_after is not None:
-            self.load_candidates(append=True)
+        if self.next_after is not None and not self.loading_more:
+            self.loading_more = True
+            self.load_candidates(self.filter_text, self.sort, self.descending, self.next_after, self.candidate_generation)
 
     def action_cycle_sort(self) -> None:
         key = CANDIDATE_SORTS[(CANDIDATE_SORTS.index(self.sort) + 1) % len(CANDIDATE_SORTS)]
@@ -356,8 +375,7 @@ class SnapshotScreen(InspectorScreen):
     def _sort_candidates(self, key: str, descending: bool) -> None:
         """Sort by ``key``; callers start scores highest first, the other keys ascending."""
         self.sort, self.descending = key, descending
-        self.next_after = None
-        self.load_candidates(append=False)
+        self.reload_candidates()
 
     def action_drift(self) -> None:
         from inspector.screens.drift import DriftScreen

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Header, Static
 from core.readmodel import SessionView, TurnView, VerifyStatus
 from core.vocab import EventType
 from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen
+from inspector.screens.base import InspectorScreen, shows_problems
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 
@@ -75,6 +75,7 @@ class TimelineScreen(InspectorScreen):
                                       model.verify_status(self.session_id)))
 
     @on(Loaded)
+    @shows_problems
     def show(self, message: Loaded) -> None:
         self.turns = message.turns
         session = message.session

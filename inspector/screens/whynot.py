@@ -10,7 +10,7 @@ from textual.widgets import Header, Input, RadioButton, RadioSet, Static
 from core.audit.whynot import WhyNotAnswer
 from core.errors import ScopelensError
 from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen
+from inspector.screens.base import InspectorScreen, shows_problems
 from inspector.widgets.footer import KeysFooter
 from inspector.widgets.text_input import TextInput
 
@@ -70,6 +70,7 @@ class WhyNotScreen(InspectorScreen):
         self.post_message(self.Answered(answer, None))
 
     @on(Answered)
+    @shows_problems
     def show(self, message: Answered) -> None:
         target = self.query_one("#whynot-answer", Static)
         target.remove_class("empty-state")

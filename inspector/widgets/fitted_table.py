@@ -172,7 +172,8 @@ class FittedTable(DataTable[Any]):
         render_lines), which wraps, measures and splits lines: most of the cost of drawing a
         table, and of a big store's first screen. Every body cell here is a one-line Text in
         a fixed-width column, so the same segments come from truncating it and padding it.
-        Anything else (headers, labels, fixed cells, multi-line text) takes DataTable's path.
+        Anything else (headers, labels, fixed cells, multi-line or justified text, a column
+        too narrow for text) takes DataTable's path.
         A test holds the two paths equal. (Private DataTable hook; textual is pinned.)
         """
         if (
@@ -197,21 +198,27 @@ class FittedTable(DataTable[Any]):
         if cached is not None:
             return cached  # type: ignore[no-any-return]
         cell = self._get_row_renderables(row_index).cells[column_index]
-        if not (isinstance(cell, Text) and self.rows[row_key].height == 1 and _one_line(cell.plain)):
+        padding = self.cell_padding
+        inner = width - 2 * padding
+        if not (
+            isinstance(cell, Text)
+            and self.rows[row_key].height == 1
+            and _one_line(cell.plain)
+            and cell.justify in (None, "default", "left")
+            and inner > 0
+        ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         component_style, post_style = self._get_styles_to_render_cell(
             False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
             self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
         )
         style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
-        padding = self.cell_padding
-        inner = max(width - 2 * padding, 0)
         text = cell.copy()
         text.truncate(inner, overflow=cell.overflow or "ellipsis")
         console = self.app.console
         body = text.render(console, end="")
         if text.style:  # Text.render leaves the base style to its caller
-            body = Segment.apply_style(body, console.get_style(text.style))
+            body = Segment.apply_style(body, console.get_style(text.style, default=Style.null()))
         segments = [Segment(" " * padding), *body]
         fill = inner - text.cell_len
         segments.append(Segment(" " * (fill + padding)))

@@ -34,6 +34,8 @@ class KeysFooter(Footer):
         )
 
     async def recompose(self) -> None:
+        if not self.is_attached:  # its screen is gone: nothing to show (as Footer itself does)
+            return
         showing = self._showing()
         if showing == self._shown and self.children:
             return

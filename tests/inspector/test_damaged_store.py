@@ -105,3 +105,41 @@ async def test_a_session_that_cannot_be_verified_gets_a_red_mark_not_a_stuck_one
         assert table.get_cell("s-billing-cents-time-0001", "verify").plain == "✓"
         assert not app.screen.verify_pending
         assert any("a body that cannot be read" in n.message for n in app._notifications)
+
+
+async def test_a_reply_citing_the_same_missing_id_twice_lists_it_once(sample_store):
+    """No tampering: a model.response appended through the API may repeat a citation id."""
+    from core.store.store import Store
+    from core.vocab import EventType
+
+    with Store.open(str(sample_store)) as store:
+        store.append_event(SESSION, EventType.MODEL_RESPONSE, {"text": "see [zz9] and [zz9]", "cited_ids": ["zz9", "zz9"]},
+                           turn=2)
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(SnapshotScreen(SNAPSHOT, tab="citations"))
+        await settle(pilot)
+        table = app.screen.query_one("#citation-table", DataTable)
+        dangling = [key.value for key in table.rows if str(key.value).startswith("dangling:")]
+        assert len([key for key in dangling if str(key).endswith(":zz9")]) == 1
+        assert f"{len(dangling)} cited but not shown" in str(app.screen.query_one("#citation-note", Static).render())
+
+
+async def test_a_snapshot_document_with_a_repeated_citation_id_is_reported_not_fatal(sample_store):
+    """A tampered body whose items repeat a citation id: the tables cannot key it twice."""
+    import json
+
+    with sqlite3.connect(sample_store) as conn:
+        body = json.loads(conn.execute("SELECT body FROM snapshots WHERE id = ?", (SNAPSHOT,)).fetchone()[0])
+        body["selected"][1]["citation_id"] = body["selected"][0]["citation_id"]
+        conn.execute("DROP TRIGGER snapshots_no_update")
+        conn.execute("UPDATE snapshots SET body = ? WHERE id = ?", (json.dumps(body).encode(), SNAPSHOT))
+    app = build_app(sample_store)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        app.push_screen(SnapshotScreen(SNAPSHOT, tab="evidence"))
+        await settle(pilot)
+        assert app.is_running and isinstance(app.screen, SnapshotScreen)
+        title = str(app.screen.query_one("#snapshot-title", Static).render())
+        assert CANNOT_READ in title or "✗" in title

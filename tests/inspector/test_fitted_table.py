@@ -132,7 +132,7 @@ async def test_clicking_a_candidate_header_sorts_by_it_and_again_reverses(sample
 TRICKY_CELLS = (
     "", "x", "日本語のテキストは幅が二つ", "trailing   ", "  leading", "a" * 40, "[b]not markup[/b]",
     "e\u0301 combining", "🙂 wide 🙂", "tab\there", "two\nlines", Text("✗", style="bold red"),
-    Text.assemble("plain ", ("bold", "bold"), " tail"), 3.14159,
+    Text.assemble("plain ", ("bold", "bold"), " tail"), 3.14159, Text("right", justify="right"),
 )
 
 
@@ -163,7 +163,27 @@ async def test_the_fast_cell_path_draws_exactly_what_datatable_draws(theme):
         for cursor in (0, 7):
             table.move_cursor(row=cursor)
             await pilot.pause()
-            fast = draw(table)
+            fallbacks: list[int] = []
+            datatable_render_cell = DataTable._render_cell
+
+            def counting(self, row_index, *args, **kwargs):  # type: ignore[no-untyped-def]
+                if row_index >= 0:
+                    fallbacks.append(row_index)
+                return datatable_render_cell(self, row_index, *args, **kwargs)
+
+            try:
+                DataTable._render_cell = counting  # type: ignore[method-assign]
+                fast = draw(table)
+            finally:
+                DataTable._render_cell = datatable_render_cell  # type: ignore[method-assign]
+            visible_rows = table.size.height - 1
+            awkward = sum(
+                1
+                for key in list(table.rows)[:visible_rows]
+                for value in table.get_row(key)
+                if isinstance(value, Text) and ("\n" in value.plain or "\t" in value.plain or value.justify == "right")
+            )
+            assert awkward and len(fallbacks) == awkward  # every other body cell took the fast path
             original = FittedTable._render_cell
             try:
                 FittedTable._render_cell = DataTable._render_cell  # type: ignore[method-assign]

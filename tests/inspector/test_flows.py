@@ -199,6 +199,12 @@ async def test_sessions_arrive_a_screenful_at_a_time_as_the_cursor_goes_down(tmp
         screen.post_message(stale)
         await settle(pilot)
         assert [k.value for k in table.rows] == keys
+        # A page that repeats sessions already listed (a recorder moved them between pages):
+        # each is listed once.
+        again = screen.PageLoaded(app.model.sessions(limit=5), append=True, generation=screen.generation)
+        screen.post_message(again)
+        await settle(pilot)
+        assert [k.value for k in table.rows] == keys and len(screen.loaded) == 100
 
 
 async def test_the_footer_rebuilds_its_keys_only_when_the_keys_change(sample_store):
@@ -233,3 +239,23 @@ async def test_the_footer_rebuilds_its_keys_only_when_the_keys_change(sample_sto
         after = list(footer.query(FooterKey))
         assert after != before
         assert [key.has_class("-disabled") for key in after if key.action == "load_more"] == [True]
+
+
+async def test_candidates_from_an_earlier_filter_are_never_shown(sample_store):
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(SnapshotScreen("snap-auth-role-mock-0001", tab="candidates"))
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SnapshotScreen)
+        table = screen.query_one("#candidate-table", DataTable)
+        everything = [key.value for key in table.rows]
+        screen.query_one("#candidate-filter", Input).value = "src/"
+        await settle(pilot)
+        filtered = [key.value for key in table.rows]
+        assert 0 < len(filtered) < len(everything)
+        old_page = app.model.candidates("snap-auth-role-mock-0001", limit=200)
+        screen.post_message(screen.CandidatesLoaded(old_page, False, screen.candidate_generation - 1))
+        await settle(pilot)
+        assert [key.value for key in table.rows] == filtered

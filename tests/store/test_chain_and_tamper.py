@@ -80,6 +80,14 @@ def test_a_rewritten_session_header_row_is_named(populated, column, value):
     assert [(p.kind, p.detail) for p in per_session] == [("changed", expected)]
 
 
+def test_a_later_session_started_event_does_not_make_the_header_disagree(populated):
+    """Only the chain's first event describes the session; the API accepts another one later."""
+    url, _ = populated
+    with Store.open(url) as store:
+        store.append_event("s-a", EventType.SESSION_STARTED, {"project": "elsewhere", "title": "restarted"})
+    assert report_for(url).clean
+
+
 def test_deleted_middle_event_is_named(populated):
     url, _ = populated
     with tampering(url) as conn:

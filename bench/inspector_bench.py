@@ -13,7 +13,8 @@ verifies clean; ``--verify`` runs ``verify_store`` on it.
 
 Each measurement runs in a fresh subprocess (same imports, same interpreter state), for
 the empty store (``Store.open(create=True)`` and nothing else) and for the big store,
-``--repeats`` times each, as back-to-back pairs (empty, then big). Each store's figure is the
+``--repeats`` times each, as back-to-back pairs (empty then big, then big then empty, and so
+on). Each store's figure is the
 median of its runs; each ratio is the median of the pairs' ratios (see ``paired_ratio``):
 
 * **first paint**: from ``make_app(...).run_test(size=(120, 40))`` entry until the sessions
@@ -325,8 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     middle = f"s{sessions // 2:05d}-t{max(1, per_session // 2):02d}"
     empty_runs, big_runs = [], []
     for n in range(args.repeats):
-        empty_runs.append(run_child(empty_path, None))
-        big_runs.append(run_child(big_path, middle))
+        # Alternate which store goes first, so neither always meets a colder machine.
+        if n % 2:
+            big_runs.append(run_child(big_path, middle))
+            empty_runs.append(run_child(empty_path, None))
+        else:
+            empty_runs.append(run_child(empty_path, None))
+            big_runs.append(run_child(big_path, middle))
         print(f"  run {n + 1}/{args.repeats}: empty {empty_runs[-1]['first_paint_s']:.3f}s / "
               f"big {big_runs[-1]['first_paint_s']:.3f}s first paint "
               f"({big_runs[-1]['first_paint_s'] / empty_runs[-1]['first_paint_s']:.2f}x), "

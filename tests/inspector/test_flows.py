@@ -13,21 +13,18 @@ from inspector.screens.sessions import SessionsScreen
 from inspector.screens.snapshot import SnapshotScreen
 from inspector.screens.timeline import TimelineScreen
 from inspector.screens.whynot import WhyNotScreen
+from inspector.widgets.fitted_table import FittedTable
 from tests.inspector.conftest import build_app, settle
 from tests.pipeline.test_seed_seven import FIX_TEST
 from tests.support.workspaces import AUTH_FILES, Lab
-
-
-def row_key(table: DataTable) -> str:
-    return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
 
 
 async def test_open_session_walk_to_turn_3_open_snapshot_and_jump_from_citation(sample_store):
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
-        sessions = app.screen.query_one(DataTable)
-        while row_key(sessions) != "s-auth-role-mock-0001":
+        sessions = app.screen.query_one(FittedTable)
+        while sessions.cursor_key() != "s-auth-role-mock-0001":
             await pilot.press("down")
         await pilot.press("enter")
         await settle(pilot)
@@ -43,14 +40,14 @@ async def test_open_session_walk_to_turn_3_open_snapshot_and_jump_from_citation(
         assert snapshot.view is not None and snapshot.view.turn == 3
         await pilot.press("6")
         await settle(pilot)
-        citations = snapshot.query_one("#citation-table", DataTable)
+        citations = snapshot.query_one("#citation-table", FittedTable)
         citations.focus()
         await pilot.press("down")
-        target = row_key(citations)
+        target = citations.cursor_key()
         await pilot.press("j")
         await settle(pilot)
         assert snapshot.query_one(TabbedContent).active == "evidence"
-        assert row_key(snapshot.query_one("#item-table", DataTable)) == target
+        assert snapshot.query_one("#item-table", FittedTable).cursor_key() == target
         header = str(snapshot.query_one("#evidence-header", Static).render())
         assert target in header
 

@@ -19,6 +19,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from core.errors import ScopelensError
+from inspector.screens.paging import KeyPaging
 
 
 def problem_line(error: BaseException) -> str:
@@ -61,15 +62,16 @@ class InspectorScreen(Screen[None]):
     PROBLEM_TARGETS: ClassVar[dict[str, str]] = {}
     """Worker group -> the Static for problems of that worker, where it is not PROBLEM_TARGET."""
 
-    loading_more = False
-    """True while a next page is being fetched; a screen that pages sets it, a problem clears it."""
+    paging: KeyPaging | None = None
+    """The list this screen pages by key, if any: a problem frees it to ask for a page again."""
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.show_problem(event.worker.error, self.PROBLEM_TARGETS.get(event.worker.group, self.PROBLEM_TARGET))
 
     def show_problem(self, error: BaseException, target_id: str | None = None) -> None:
-        self.loading_more = False  # a failed page may be asked for again
+        if self.paging is not None:
+            self.paging.loading_more = False  # a failed page may be asked for again
         line = problem_line(error)
         target_id = target_id or self.PROBLEM_TARGET
         if target_id is not None:

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Header, Input, Static
 from core.readmodel import Page, SessionView, VerifyStatus
 from inspector.actions import bindings_for
 from inspector.screens.base import InspectorScreen, problem_line, shows_problems
+from inspector.screens.paging import KeyPaging
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
 from inspector.widgets.text_input import TextInput
@@ -59,13 +60,11 @@ class SessionsScreen(InspectorScreen):
         self.sort = "started"
         self.descending = True
         self.filter_text = ""
-        self.next_after: tuple[object, ...] | None = None
+        self.paging = KeyPaging()
         self.loaded: list[SessionView] = []
         self.verifying: set[str] = set()
         """Sessions handed to a verify worker whose result has not arrived yet."""
         self.verify_scheduled = False
-        self.generation = 0
-        """Bumped by every reload: a page fetched for an older filter or sort is dropped."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -86,15 +85,12 @@ class SessionsScreen(InspectorScreen):
         except Exception as error:  # a damaged store: say so on this screen, keep the app
             self.show_problem(error)
             return
-        self._show(first, append=False)
+        self._show(first, append=False, generation=self.paging.generation)
 
     # ------------------------------------------------------------------ loading
 
     def reload(self) -> None:
-        self.generation += 1
-        self.next_after = None
-        self.loading_more = False
-        self.load_page(append=False, after=None, generation=self.generation)
+        self.load_page(append=False, after=None, generation=self.paging.restart())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="sessions-page")
     def load_page(self, append: bool, after: tuple[object, ...] | None, generation: int) -> None:
@@ -146,12 +142,12 @@ class SessionsScreen(InspectorScreen):
     @on(PageLoaded)
     @shows_problems
     def show_page(self, message: PageLoaded) -> None:
-        if message.generation == self.generation:
-            self._show(message.page, message.append)
+        self._show(message.page, message.append, message.generation)
 
-    def _show(self, page: Page[SessionView], append: bool) -> None:
+    def _show(self, page: Page[SessionView], append: bool, generation: int) -> None:
+        if not self.paging.arrived(generation, page.next_after):
+            return
         table = self.query_one(DataTable)
-        self.loading_more = False
         if not append:
             table.clear()
             self.loaded = []
@@ -166,9 +162,8 @@ class SessionsScreen(InspectorScreen):
                 str(view.turns), str(view.snapshots), view.title, key=view.id,
             )
         self.loaded += [view for view in page.rows if view.id not in shown]
-        self.next_after = page.next_after
         arrow = "↓" if self.descending else "↑"
-        more = " · m: more" if self.next_after else ""
+        more = " · m: more" if self.paging.next_after else ""
         self.query_one("#sessions-status", Static).update(
             f"{len(self.loaded)} of {page.total} sessions · sorted by {self.sort} {arrow}{more}"
         )
@@ -252,9 +247,10 @@ class SessionsScreen(InspectorScreen):
         self.reload()
 
     def action_load_more(self) -> None:
-        if self.next_after is not None and not self.loading_more:
-            self.loading_more = True
-            self.load_page(append=True, after=self.next_after, generation=self.generation)
+        request = self.paging.next_page()
+        if request is not None:
+            after, generation = request
+            self.load_page(append=True, after=after, generation=generation)
 
     def action_copy_id(self) -> None:
         session_id = self.highlighted_id()

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Header, Input, Static, TabbedContent, Tab
 from core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
 from inspector.actions import bindings_for
 from inspector.screens.base import InspectorScreen, shows_problems
+from inspector.screens.paging import KeyPaging
 from inspector.widgets.evidence import EvidenceText
 from inspector.widgets.fitted_table import Column, FittedTable
 from inspector.widgets.footer import KeysFooter
@@ -89,10 +90,7 @@ class SnapshotScreen(InspectorScreen):
         self.descending = False
         self.candidate_rows: dict[str, CandidateRow] = {}
         self.filter_text = ""
-        self.next_after: tuple[object, ...] | None = None
-        self.candidate_generation = 0
-        """Bumped by every new filter or sort: a page fetched for an older one is dropped."""
-        self.candidate_count = 0
+        self.paging = KeyPaging()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -133,10 +131,7 @@ class SnapshotScreen(InspectorScreen):
         self.post_message(self.Loaded(self.app.model.snapshot(self.snapshot_id)))  # type: ignore[attr-defined]
 
     def reload_candidates(self) -> None:
-        self.candidate_generation += 1
-        self.next_after = None
-        self.loading_more = False
-        self.load_candidates(self.filter_text, self.sort, self.descending, None, self.candidate_generation)
+        self.load_candidates(self.filter_text, self.sort, self.descending, None, self.paging.restart())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="candidates")
     def load_candidates(
@@ -264,13 +259,11 @@ class SnapshotScreen(InspectorScreen):
     @on(CandidatesLoaded)
     @shows_problems
     def show_candidates(self, message: CandidatesLoaded) -> None:
-        if message.generation != self.candidate_generation:
+        if not self.paging.arrived(message.generation, message.page.next_after):
             return
-        self.loading_more = False
         table = self.query_one("#candidate-table", DataTable)
         if not message.append:
             table.clear()
-            self.candidate_count = 0
             self.candidate_rows = {}
         for row in message.page.rows:
             if str(row.ordinal) in self.candidate_rows:
@@ -285,12 +278,10 @@ class SnapshotScreen(InspectorScreen):
             source = row.source_ref + (" (probe)" if row.from_probe else "")
             table.add_row(str(row.ordinal), row.stage.value, source, fmt("final"), fmt("lexical"), fmt("anchor"),
                           fmt("authority"), fmt("recency"), row.reason, key=str(row.ordinal))
-        self.candidate_count = len(self.candidate_rows)
-        self.next_after = message.page.next_after
-        more = " · m: more" if self.next_after else ""
+        more = " · m: more" if self.paging.next_after else ""
         arrow = "↓" if self.descending else "↑"
         self.query_one("#candidate-status", Static).update(
-            f"{self.candidate_count} of {message.page.total} candidates · sorted by {self.sort} {arrow}{more}"
+            f"{len(self.candidate_rows)} of {message.page.total} candidates · sorted by {self.sort} {arrow}{more}"
         )
         self._show_candidate()
 
@@ -364,9 +355,10 @@ class SnapshotScreen(InspectorScreen):
         items.focus()
 
     def action_load_more(self) -> None:
-        if self.next_after is not None and not self.loading_more:
-            self.loading_more = True
-            self.load_candidates(self.filter_text, self.sort, self.descending, self.next_after, self.candidate_generation)
+        request = self.paging.next_page()
+        if request is not None:
+            after, generation = request
+            self.load_candidates(self.filter_text, self.sort, self.descending, after, generation)
 
     def action_cycle_sort(self) -> None:
         key = CANDIDATE_SORTS[(CANDIDATE_SORTS.index(self.sort) + 1) % len(CANDIDATE_SORTS)]

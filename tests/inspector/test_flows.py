@@ -14,7 +14,7 @@ from inspector.screens.snapshot import SnapshotScreen
 from inspector.screens.timeline import TimelineScreen
 from inspector.screens.whynot import WhyNotScreen
 from inspector.widgets.fitted_table import FittedTable
-from tests.inspector.conftest import build_app, settle
+from tests.inspector.conftest import build_app, first_snapshot_of, settle
 from tests.pipeline.test_seed_seven import FIX_TEST
 from tests.support.workspaces import AUTH_FILES, Lab
 
@@ -53,10 +53,7 @@ async def test_open_session_walk_to_turn_3_open_snapshot_and_jump_from_citation(
 
 
 async def test_compute_drift_after_a_workspace_change_and_see_the_diff(sample_store):
-    with sqlite3.connect(sample_store) as conn:
-        snapshot_id = conn.execute(
-            "SELECT id FROM snapshots WHERE session_id='s-auth-role-mock-0001' ORDER BY turn, id LIMIT 1"
-        ).fetchone()[0]
+    snapshot_id = first_snapshot_of(sample_store)
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
@@ -192,13 +189,13 @@ async def test_sessions_arrive_a_screenful_at_a_time_as_the_cursor_goes_down(tmp
         assert keys == [f"s{n:03d}" for n in range(99, -1, -1)]
         assert "100 of 100 sessions" in str(screen.query_one("#sessions-status", Static).render())
 
-        stale = screen.PageLoaded(app.model.sessions(limit=5), append=True, generation=screen.generation - 1)
+        stale = screen.PageLoaded(app.model.sessions(limit=5), append=True, generation=screen.paging.generation - 1)
         screen.post_message(stale)
         await settle(pilot)
         assert [k.value for k in table.rows] == keys
         # A page that repeats sessions already listed (a recorder moved them between pages):
         # each is listed once.
-        again = screen.PageLoaded(app.model.sessions(limit=5), append=True, generation=screen.generation)
+        again = screen.PageLoaded(app.model.sessions(limit=5), append=True, generation=screen.paging.generation)
         screen.post_message(again)
         await settle(pilot)
         assert [k.value for k in table.rows] == keys and len(screen.loaded) == 100
@@ -253,6 +250,6 @@ async def test_candidates_from_an_earlier_filter_are_never_shown(sample_store):
         filtered = [key.value for key in table.rows]
         assert 0 < len(filtered) < len(everything)
         old_page = app.model.candidates("snap-auth-role-mock-0001", limit=200)
-        screen.post_message(screen.CandidatesLoaded(old_page, False, screen.candidate_generation - 1))
+        screen.post_message(screen.CandidatesLoaded(old_page, False, screen.paging.generation - 1))
         await settle(pilot)
         assert [key.value for key in table.rows] == filtered

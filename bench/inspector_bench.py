@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import resource
 import statistics
 import subprocess

@@ -29,12 +29,11 @@ from core.contracts import (
     RetrievalScope,
     ScoreBreakdown,
     TrimRange,
-    utc,
 )
 from core.errors import ScopelensError, UnknownIdError
 from core.hashing import sha256_hex, text_hash
 from core.store.engine import display_url
-from core.store.store import Store, event_summary
+from core.store.store import Store, event_summary, stored_time_or_none
 from core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
 from core.store.verify import candidate_rows_agree, verify_session
 from core.vocab import EventType, Stage
@@ -424,13 +423,6 @@ _SESSION_VIEW_COLUMNS = (
 """What a SessionView needs, selected as columns: no ORM objects are built for a list page."""
 
 
-def _timestamp(value: str) -> datetime | None:
-    try:
-        return utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
-    except (TypeError, ValueError):
-        return None
-
-
 def _session_view(row: Any) -> SessionView:
     return SessionView(
         id=row.id,
@@ -438,7 +430,7 @@ def _session_view(row: Any) -> SessionView:
         branch=row.branch,
         title=row.title,
         agent=row.agent,
-        started=_timestamp(row.created_at),
+        started=stored_time_or_none(row.created_at),
         turns=row.last_turn,
         events=row.head_seq + 1,
         snapshots=row.snapshot_count,

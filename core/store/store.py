@@ -100,6 +100,14 @@ def _parse_iso(value: str) -> datetime:
     return utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
 
 
+def stored_time_or_none(value: object) -> datetime | None:
+    """A stored ISO-8601 time as aware UTC, or None when it is not one (a damaged row)."""
+    try:
+        return _parse_iso(str(value))
+    except ValueError:
+        return None
+
+
 class Store:
     """An open audit store. Use :meth:`open`; close it (or use it as a context manager)."""
 

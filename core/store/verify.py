@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -29,7 +28,7 @@ from sqlmodel import Session, select
 
 from core.contracts import AuditSnapshot, Problem, VerifyReport
 from core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
-from core.store.store import Store, snapshot_candidate_rows
+from core.store.store import Store, snapshot_candidate_rows, stored_time_or_none
 from core.store.tables import (
     BlobRow,
     EventRow,
@@ -237,16 +236,10 @@ def _header_differs(header: SessionRow, started: dict[str, Any]) -> list[str]:
         for name in ("project", "branch", "workspace_root", "title", "agent")
         if getattr(header, name) != started.get(name)
     ]
-    if _instant(header.created_at) is None or _instant(header.created_at) != _instant(started.get("created_at")):
+    header_start = stored_time_or_none(header.created_at)
+    if header_start is None or header_start != stored_time_or_none(started.get("created_at")):
         differing.append("created_at")
     return differing
-
-
-def _instant(value: object) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]], findings: _Findings) -> int:

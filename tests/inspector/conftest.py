@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import shutil
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -34,6 +35,14 @@ def sample_store(sample_store_master, tmp_path) -> Path:
     copy.parent.mkdir()
     shutil.copy2(sample_store_master, copy)
     return copy
+
+
+def first_snapshot_of(db: Path, session_id: str = "s-auth-role-mock-0001") -> str:
+    """The id of a session's first snapshot (earliest turn, then id) in a sample store copy."""
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT id FROM snapshots WHERE session_id = ? ORDER BY turn, id LIMIT 1", (session_id,)
+        ).fetchone()[0]
 
 
 def build_app(db: Path, theme: str = "textual-dark") -> InspectorApp:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 
 from textual.widgets import DataTable
 
 from core.pipeline.trim import marker
 from inspector.screens.snapshot import SnapshotScreen
 from inspector.widgets.evidence import original_line_numbers
-from tests.inspector.conftest import build_app, settle
+from tests.inspector.conftest import build_app, first_snapshot_of, settle
 
 
 def test_lines_are_numbered_from_the_start_of_the_span():
@@ -29,10 +28,7 @@ def test_no_numbers_when_the_lines_do_not_add_up():
 
 
 async def test_a_trimmed_item_shows_original_numbers_and_the_marker(sample_store):
-    with sqlite3.connect(sample_store) as conn:
-        snapshot_id = conn.execute(
-            "SELECT id FROM snapshots WHERE session_id = 's-flags-budget-trim-0001' ORDER BY turn LIMIT 1"
-        ).fetchone()[0]
+    snapshot_id = first_snapshot_of(sample_store, "s-flags-budget-trim-0001")
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
@@ -41,7 +37,7 @@ async def test_a_trimmed_item_shows_original_numbers_and_the_marker(sample_store
         items = app.screen.query_one("#item-table", DataTable)
         assert app.focused is items  # the active tab's table takes the keys
         trimmed = next(k.value for k in items.rows if items.row_values(k.value)["trim"] != "-")  # type: ignore[attr-defined]
-        while str(items.coordinate_to_cell_key(items.cursor_coordinate).row_key.value) != trimmed:
+        while items.cursor_key() != trimmed:  # type: ignore[attr-defined]
             await pilot.press("down")
         await settle(pilot)
         body = app.screen.query_one("#evidence-body")

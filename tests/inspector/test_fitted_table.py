@@ -15,8 +15,8 @@ from inspector.screens.help import HelpScreen
 from inspector.screens.snapshot import SnapshotScreen
 from inspector.screens.timeline import TimelineScreen
 from inspector.widgets.fitted_table import Column, FittedTable, fit_widths
-from tests.inspector.conftest import build_app, settle
-from tests.inspector.test_snapshots import SESSION, first_snapshot_of
+from tests.inspector.conftest import build_app, first_snapshot_of, settle
+from tests.inspector.test_snapshots import SESSION
 
 COLUMNS = (
     Column("id", "id", 20),
@@ -98,7 +98,7 @@ async def test_sessions_at_80_columns_show_title_and_branch_below_the_table(samp
         await pilot.press("down")
         await settle(pilot)
         detail = str(app.screen.query_one("#session-detail", Static).render())
-        highlighted = table.row_values(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value))  # type: ignore[attr-defined]
+        highlighted = table.row_values(table.cursor_key())  # type: ignore[attr-defined]
         assert highlighted["title"] in detail and f"@ {highlighted['branch']}" in detail
 
 

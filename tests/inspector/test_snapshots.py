@@ -13,7 +13,7 @@ from inspector.screens.help import HelpScreen
 from inspector.screens.snapshot import SnapshotScreen
 from inspector.screens.timeline import TimelineScreen
 from inspector.screens.whynot import WhyNotScreen
-from tests.inspector.conftest import build_app, settle
+from tests.inspector.conftest import build_app, first_snapshot_of, settle
 
 SIZES = [(80, 24), (160, 48)]
 SESSION = "s-auth-role-mock-0001"
@@ -33,11 +33,6 @@ def opening(make_screen=None, *keys: str):
             await settle(pilot)
 
     return run_before
-
-
-def first_snapshot_of(db) -> str:
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT id FROM snapshots WHERE session_id = ? ORDER BY turn, id LIMIT 1", (SESSION,)).fetchone()[0]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

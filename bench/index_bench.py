@@ -48,12 +48,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text as sql_text
 
-from core.index.indexer import IndexReport, PreparedDocument, gc_paused, index_workspace, prepare_document, write_run
-from core.index.scorer import RecallFilter, Scorer
-from core.index.sources import SourceClassifier
-from core.index.tokenizer import unique_terms
-from core.index.walker import walk_workspace
-from core.store.store import Store
+from scopelens.core.index.indexer import IndexReport, PreparedDocument, gc_paused, index_workspace, prepare_document, write_run
+from scopelens.core.index.scorer import RecallFilter, Scorer
+from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.index.tokenizer import unique_terms
+from scopelens.core.index.walker import walk_workspace
+from scopelens.core.store.store import Store
 
 PROJECT = "bench"
 SEED = 20260301

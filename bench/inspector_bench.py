@@ -56,8 +56,8 @@ REJECT_STAGES = ("out-of-scope", "not-visible", "stale", "below-cutoff", "duplic
 
 def _snapshot(snapshot_id: str, session_id: str, turn: int, created_at: Any, candidates: int):  # type: ignore[no-untyped-def]
     """A valid snapshot with ``SELECTED_PER_SNAPSHOT`` items and the rest as rejections."""
-    from core.contracts import RejectedItem, ScoreBreakdown
-    from core.vocab import Source, Stage
+    from scopelens.core.contracts import RejectedItem, ScoreBreakdown
+    from scopelens.core.vocab import Source, Stage
     from tests.support.factories import make_snapshot
 
     selected = min(SELECTED_PER_SNAPSHOT, candidates)
@@ -92,7 +92,7 @@ def _snapshot(snapshot_id: str, session_id: str, turn: int, created_at: Any, can
 
 def build_store(path: Path, *, sessions: int, per_session: int, candidates: int) -> dict[str, Any]:
     """Write the big store through the public write path; returns build timings."""
-    from core.store.store import Store
+    from scopelens.core.store.store import Store
     from tests.support.factories import T0
 
     if path.exists():
@@ -119,8 +119,8 @@ def build_store(path: Path, *, sessions: int, per_session: int, candidates: int)
 
 
 def store_counts(path: Path) -> dict[str, int]:
-    from core.store.store import Store
-    from core.store.tables import EventRow, SessionRow, SnapshotCandidateRow, SnapshotRow
+    from scopelens.core.store.store import Store
+    from scopelens.core.store.tables import EventRow, SessionRow, SnapshotCandidateRow, SnapshotRow
 
     with Store.open(str(path), read_only=True) as store:
         return {
@@ -137,9 +137,9 @@ def store_counts(path: Path) -> dict[str, int]:
 async def _measure(url: str, candidates_snapshot: str | None) -> dict[str, Any]:
     from textual.widgets import DataTable, Static
 
-    from inspector.app import make_app
-    from inspector.screens.sessions import SessionsScreen
-    from inspector.screens.snapshot import SnapshotScreen
+    from scopelens.inspector.app import make_app
+    from scopelens.inspector.screens.sessions import SessionsScreen
+    from scopelens.inspector.screens.snapshot import SnapshotScreen
 
     def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -185,9 +185,9 @@ async def _measure(url: str, candidates_snapshot: str | None) -> dict[str, Any]:
 
 def child_main(url: str, candidates_snapshot: str | None) -> None:
     # Import everything the app needs before timing, so the clock measures the app, not imports.
-    import inspector.app  # noqa: F401
-    import inspector.screens.snapshot  # noqa: F401
-    import inspector.screens.timeline  # noqa: F401
+    import scopelens.inspector.app  # noqa: F401
+    import scopelens.inspector.screens.snapshot  # noqa: F401
+    import scopelens.inspector.screens.timeline  # noqa: F401
 
     print(json.dumps(asyncio.run(_measure(url, candidates_snapshot))))
 
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     big_path, empty_path = directory / name, directory / "empty.db"
     marker = big_path.with_suffix(".done")
 
-    from core.store.store import Store
+    from scopelens.core.store.store import Store
 
     if empty_path.exists():
         empty_path.unlink()
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"big store rows: {counts}; file {big_path.stat().st_size / 2**20:.0f} MiB")
 
     if args.verify:
-        from core.store.verify import verify_store
+        from scopelens.core.store.verify import verify_store
 
         t0 = time.perf_counter()
         with Store.open(str(big_path), read_only=True) as store:

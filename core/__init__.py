@@ -1,6 +1,6 @@
 """scopelens core: the scoped-retrieval engine and its audit store.
 
-Importing ``core`` must stay light: it never imports the inspector or textual.
+Importing ``scopelens.core`` must stay light: it never imports the inspector or textual.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``scopelens`` command: argument parsing, store selection and the error edge.
 
-User errors are :class:`core.errors.ScopelensError`; they become one line on stderr and a
+User errors are :class:`scopelens.core.errors.ScopelensError`; they become one line on stderr and a
 non-zero exit. ``--debug`` shows the traceback instead. Command modules register their own
 sub-commands, so this module stays the same as commands are added.
 """
@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from core import __version__
-from core.commands import COMMAND_MODULES
-from core.errors import ScopelensError
+from scopelens.core import __version__
+from scopelens.core.commands import COMMAND_MODULES
+from scopelens.core.errors import ScopelensError
 
 DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
 

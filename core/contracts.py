@@ -19,8 +19,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from core.errors import InvalidInputError, UnreadableFileError
-from core.vocab import (
+from scopelens.core.errors import InvalidInputError, UnreadableFileError
+from scopelens.core.vocab import (
     AcceptedAuthority,
     Authority,
     DriftClass,

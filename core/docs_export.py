@@ -1,6 +1,6 @@
 """Generate ``docs/vocabulary.md`` and ``docs/schema/*.json`` from the code that defines them.
 
-Run ``python -m core.docs_export`` after changing a vocabulary or a contract; a test fails
+Run ``python -m scopelens.core.docs_export`` after changing a vocabulary or a contract; a test fails
 while the committed files differ from what this writes.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from core.contracts import (
+from scopelens.core.contracts import (
     AuditSnapshot,
     Event,
     MemoryRecord,
@@ -20,8 +20,8 @@ from core.contracts import (
     RetrievalScope,
     VerifyReport,
 )
-from core.record.findings import Finding
-from core.vocab import ALL_VOCABULARIES
+from scopelens.core.record.findings import Finding
+from scopelens.core.vocab import ALL_VOCABULARIES
 
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "retrieval-intent": RetrievalIntent,
@@ -38,7 +38,7 @@ def vocabulary_markdown() -> str:
     lines = [
         "# Vocabularies",
         "",
-        "Generated from `core/vocab.py` by `python -m core.docs_export`; do not edit by hand.",
+        "Generated from `core/vocab.py` by `python -m scopelens.core.docs_export`; do not edit by hand.",
         "Each vocabulary is defined once. Pipeline stages are at once the funnel's steps, the",
         "rejection stages and why-not's answers.",
         "",

@@ -15,13 +15,13 @@ from pathlib import Path
 from sqlalchemy import update
 from sqlmodel import select
 
-from core.contracts import MemoryRecord, parse_input
-from core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
-from core.hashing import as_bytes, canonical_json, sha256_hex
-from core.index.redact import redact
-from core.store.store import Store, _iso
-from core.store.tables import MemoryRow
-from core.vocab import MemoryStatus
+from scopelens.core.contracts import MemoryRecord, parse_input
+from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
+from scopelens.core.hashing import as_bytes, canonical_json, sha256_hex
+from scopelens.core.index.redact import redact
+from scopelens.core.store.store import Store, _iso
+from scopelens.core.store.tables import MemoryRow
+from scopelens.core.vocab import MemoryStatus
 
 
 def read_jsonl(path: Path) -> list[MemoryRecord]:

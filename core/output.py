@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from core.contracts import SCHEMA_VERSION
+from scopelens.core.contracts import SCHEMA_VERSION
 
 
 def console() -> Console:

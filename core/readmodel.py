@@ -19,10 +19,10 @@ from typing import Any, Generic, Literal, TypeVar
 from sqlalchemy import func, or_, tuple_
 from sqlmodel import select
 
-from core.audit.drift import DriftReport, DriftRunSummary, compute_drift, list_drift_runs, load_drift_run
-from core.clock import Clock, IdSource
-from core.audit.whynot import QueryKind, WhyNotAnswer, why_not
-from core.contracts import (
+from scopelens.core.audit.drift import DriftReport, DriftRunSummary, compute_drift, list_drift_runs, load_drift_run
+from scopelens.core.clock import Clock, IdSource
+from scopelens.core.audit.whynot import QueryKind, WhyNotAnswer, why_not
+from scopelens.core.contracts import (
     AuditSnapshot,
     Pins,
     RetrievalPlan,
@@ -30,13 +30,13 @@ from core.contracts import (
     ScoreBreakdown,
     TrimRange,
 )
-from core.errors import ScopelensError, UnknownIdError
-from core.hashing import sha256_hex, text_hash
-from core.store.engine import display_url
-from core.store.store import Store, event_summary, stored_time_or_none
-from core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
-from core.store.verify import candidate_rows_agree, verify_session
-from core.vocab import EventType, Stage
+from scopelens.core.errors import ScopelensError, UnknownIdError
+from scopelens.core.hashing import sha256_hex, text_hash
+from scopelens.core.store.engine import display_url
+from scopelens.core.store.store import Store, event_summary, stored_time_or_none
+from scopelens.core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
+from scopelens.core.store.verify import candidate_rows_agree, verify_session
+from scopelens.core.vocab import EventType, Stage
 
 RowT = TypeVar("RowT")
 VerifyState = Literal["pending", "ok", "problem"]

@@ -1,7 +1,7 @@
 """The scopelens inspector: walk recorded sessions, snapshots, drift and why-not.
 
 Build it with :func:`make_app`; tests build it the same way over the sample sessions.
-The app reads only through :class:`core.readmodel.ReadModel` and never writes to the store,
+The app reads only through :class:`scopelens.core.readmodel.ReadModel` and never writes to the store,
 except when the user explicitly runs drift (which records the run).
 """
 
@@ -10,14 +10,14 @@ from __future__ import annotations
 from textual.app import App
 from textual.binding import Binding
 
-from core.clock import Clock, IdSource
-from core.errors import ScopelensError
-from core.readmodel import ReadModel, store_label
-from inspector.actions import bindings_for
-from inspector.commands import ActionCommands
-from inspector.screens.error import StoreErrorScreen
-from inspector.screens.help import HelpScreen
-from inspector.screens.sessions import SessionsScreen
+from scopelens.core.clock import Clock, IdSource
+from scopelens.core.errors import ScopelensError
+from scopelens.core.readmodel import ReadModel, store_label
+from scopelens.inspector.actions import bindings_for
+from scopelens.inspector.commands import ActionCommands
+from scopelens.inspector.screens.error import StoreErrorScreen
+from scopelens.inspector.screens.help import HelpScreen
+from scopelens.inspector.screens.sessions import SessionsScreen
 
 
 class InspectorApp(App[None]):

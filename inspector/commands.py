@@ -6,7 +6,7 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from inspector.actions import Action, actions_for
+from scopelens.inspector.actions import Action, actions_for
 
 
 class ActionCommands(Provider):

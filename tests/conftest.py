@@ -101,3 +101,17 @@ def _isolated_user_environment(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.delenv("SCOPELENS_DB", raising=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_top_level_core_or_inspector():
+    """Fails the run (at teardown) if anything imported `core` or `inspector` as top-level names.
+
+    The repository root is on sys.path under pytest, so `import core` would work here and
+    nowhere else; scopelens installs only as `scopelens.core` / `scopelens.inspector`.
+    """
+    import sys as _sys
+
+    yield
+    leaked = sorted(n for n in _sys.modules if n.split(".")[0] in ("core", "inspector"))
+    assert leaked == [], f"top-level modules that an installed scopelens does not have: {leaked}"

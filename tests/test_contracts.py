@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.contracts import RetrievalIntent, RetrievalScope, parse_input
-from core.errors import InvalidInputError
-from core.hashing import canonical_json, sha256_hex, store_chain_next, text_hash
+from scopelens.core.contracts import RetrievalIntent, RetrievalScope, parse_input
+from scopelens.core.errors import InvalidInputError
+from scopelens.core.hashing import canonical_json, sha256_hex, store_chain_next, text_hash
 
 
 def test_canonical_json_is_sorted_compact_and_utf8():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.docs_export import generated_files
-from core.vocab import Stage
+from scopelens.core.docs_export import generated_files
+from scopelens.core.vocab import Stage
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -17,7 +17,7 @@ def test_generated_docs_are_current():
         for name, content in generated_files().items()
         if not (DOCS / name).exists() or (DOCS / name).read_text(encoding="utf-8") != content
     ]
-    assert stale == [], "run `python -m core.docs_export` and commit the result"
+    assert stale == [], "run `python -m scopelens.core.docs_export` and commit the result"
 
 
 def test_stage_vocabulary_is_listed_in_pipeline_order():

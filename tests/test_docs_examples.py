@@ -27,7 +27,7 @@ def test_the_harness_example_runs_and_records_a_snapshot(tmp_path, capsys):
     assert "Retrieved evidence" in namespace["prompt_part"]
     assert observation.snapshot_id in capsys.readouterr().out
     store_code = second.replace("reply_text", "'fixed in the fixture'")
-    from core.store.store import Store
+    from scopelens.core.store.store import Store
 
     with Store.open(str(tmp_path / "audit.db")) as store:
         exec(compile(store_code, "docs/api.md", "exec"), {"store": store, "observation": observation})

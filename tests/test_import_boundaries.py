@@ -11,21 +11,21 @@ ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN_IN_INSPECTOR = ("sqlalchemy", "sqlmodel", "psycopg", "sqlite3")
 
 
-def test_importing_core_loads_no_textual():
+def test_importing_core_loads_no_textual(tmp_path):
     code = (
-        "import sys, pkgutil, importlib, core\n"
-        "for m in pkgutil.walk_packages(core.__path__, 'core.'):\n"
+        "import sys, pkgutil, importlib, scopelens.core as core\n"
+        "for m in pkgutil.walk_packages(core.__path__, 'scopelens.core.'):\n"
         "    importlib.import_module(m.name)\n"
-        "bad = sorted(n for n in sys.modules if n.split('.')[0] in ('textual', 'inspector'))\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] == 'textual' or n.startswith('scopelens.inspector'))\n"
         "print(','.join(bad))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert result.stdout.strip() == ""
 
 
-def test_cli_start_does_not_import_textual():
-    code = "import sys, core.cli; core.cli.build_parser(); print('textual' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+def test_cli_start_does_not_import_textual(tmp_path):
+    code = "import sys, scopelens.core.cli as cli; cli.build_parser(); print('textual' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert result.stdout.strip() == "False"
 
 

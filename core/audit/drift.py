@@ -23,18 +23,18 @@ from datetime import datetime
 from pydantic import ValidationError
 from sqlmodel import select
 
-from core import ENGINE_VERSION
-from core.clock import Clock, SystemClock
-from core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, DriftItem, RejectedItem, SnapshotItem
-from core.errors import UnknownIdError
-from core.hashing import as_bytes, canonical_json, document_hash, sha256_hex
-from core.index.scorer import Scorer
-from core.pipeline import rerank as rerank_module
-from core.pipeline.policy import Policy
-from core.pipeline.retriever import bind_citations, current_pins, engine_config, run_pipeline
-from core.store.store import Store, _iso
-from core.store.tables import DriftRunRow
-from core.vocab import DriftClass, Stage
+from scopelens.core import ENGINE_VERSION
+from scopelens.core.clock import Clock, SystemClock
+from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, DriftItem, RejectedItem, SnapshotItem
+from scopelens.core.errors import UnknownIdError
+from scopelens.core.hashing import as_bytes, canonical_json, document_hash, sha256_hex
+from scopelens.core.index.scorer import Scorer
+from scopelens.core.pipeline import rerank as rerank_module
+from scopelens.core.pipeline.policy import Policy
+from scopelens.core.pipeline.retriever import bind_citations, current_pins, engine_config, run_pipeline
+from scopelens.core.store.store import Store, _iso
+from scopelens.core.store.tables import DriftRunRow
+from scopelens.core.vocab import DriftClass, Stage
 
 
 class DriftReport(Contract):

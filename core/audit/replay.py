@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.contracts import AuditSnapshot, Event, SessionHeader
-from core.errors import UnknownIdError
-from core.hashing import sha256_hex, text_hash
-from core.store.store import Store
-from core.vocab import EventType
+from scopelens.core.contracts import AuditSnapshot, Event, SessionHeader
+from scopelens.core.errors import UnknownIdError
+from scopelens.core.hashing import sha256_hex, text_hash
+from scopelens.core.store.store import Store
+from scopelens.core.vocab import EventType
 
 
 def context_hash_of(blocks: Sequence[str]) -> str:

@@ -22,15 +22,15 @@ from typing import Literal
 from sqlalchemy import or_
 from sqlmodel import select
 
-from core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, RejectedItem, SnapshotItem, TrimRange
-from core.errors import InvalidInputError
-from core.index.chunks import ChunkRecord, fetch_chunks
-from core.index.timeutil import to_micros
-from core.index.tokenizer import tokenize
-from core.memory import all_memory_versions
-from core.store.store import Store
-from core.store.tables import IndexChunkRow, IndexDocumentRow
-from core.vocab import EventType, Stage
+from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, RejectedItem, SnapshotItem, TrimRange
+from scopelens.core.errors import InvalidInputError
+from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
+from scopelens.core.index.timeutil import to_micros
+from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.memory import all_memory_versions
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
+from scopelens.core.vocab import EventType, Stage
 
 QueryKind = Literal["path", "symbol", "text"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.commands import (
+from scopelens.core.commands import (
     audit_commands,
     index_commands,
     inspect_commands,

@@ -8,13 +8,13 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from core.audit.drift import DriftReport, compute_drift, drift_session, list_drift_runs
-from core.audit.replay import ReplayedTurn, replay_session
-from core.audit.whynot import why_not
-from core.errors import IntegrityError, InvalidInputError
-from core.output import console, print_json, short
-from core.store.store import Store, event_summary
-from core.vocab import DriftClass, EventType
+from scopelens.core.audit.drift import DriftReport, compute_drift, drift_session, list_drift_runs
+from scopelens.core.audit.replay import ReplayedTurn, replay_session
+from scopelens.core.audit.whynot import why_not
+from scopelens.core.errors import IntegrityError, InvalidInputError
+from scopelens.core.output import console, print_json, short
+from scopelens.core.store.store import Store, event_summary
+from scopelens.core.vocab import DriftClass, EventType
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

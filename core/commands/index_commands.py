@@ -11,18 +11,18 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from core.contracts import utc
-from core.errors import InvalidInputError
-from core.index.chunks import fetch_chunks
-from core.index.indexer import IndexReport, index_workspace
-from core.index.scorer import RecallFilter, Scorer
-from core.index.sources import SourceClassifier
-from core.index.timeutil import to_micros
-from core.index.tokenizer import tokenize
-from core.output import console, print_json
-from core.pipeline.policy import find_policy
-from core.store.store import Store
-from core.vocab import Source
+from scopelens.core.contracts import utc
+from scopelens.core.errors import InvalidInputError
+from scopelens.core.index.chunks import fetch_chunks
+from scopelens.core.index.indexer import IndexReport, index_workspace
+from scopelens.core.index.scorer import RecallFilter, Scorer
+from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.index.timeutil import to_micros
+from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.output import console, print_json
+from scopelens.core.pipeline.policy import find_policy
+from scopelens.core.store.store import Store
+from scopelens.core.vocab import Source
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

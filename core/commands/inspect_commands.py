@@ -14,10 +14,10 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def open_inspector(store_url: str, *, light: bool = False) -> int:
     """Run the inspector until the user quits (the textual import happens only here)."""
-    from core.store.store import Store
+    from scopelens.core.store.store import Store
 
     Store.open(store_url, read_only=True).close()  # a clear one-line error before the UI starts
-    from inspector.app import make_app
+    from scopelens.inspector.app import make_app
 
     make_app(store_url, theme="textual-light" if light else "textual-dark").run()
     return 0

@@ -8,10 +8,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from core.output import print_json
-from core.record.findings import Outcome
-from core.record.recorder import RecordResult
-from core.store.store import Store
+from scopelens.core.output import print_json
+from scopelens.core.record.findings import Outcome
+from scopelens.core.record.recorder import RecordResult
+from scopelens.core.store.store import Store
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -36,7 +36,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_record(args: argparse.Namespace) -> int:
-    from core.record.recorder import record_scripts
+    from scopelens.core.record.recorder import record_scripts
 
     results = record_scripts(list(args.scripts), db=args.db)
     with Store.open(args.db, read_only=True) as store:
@@ -79,7 +79,7 @@ def _print_result(result: RecordResult) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from core.record.demo import ensure_demo_store, open_inspector
+    from scopelens.core.record.demo import ensure_demo_store, open_inspector
 
     demo = ensure_demo_store(rebuild=args.rebuild)
     print_demo_summary(demo.path, demo.rebuilt, demo.reason, demo.stamp)

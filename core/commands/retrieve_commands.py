@@ -10,13 +10,13 @@ from typing import Any
 
 from rich.table import Table
 
-from core.contracts import RetrievalIntent, RetrievalScope, load_input_file
-from core.memory import deprecate, export_jsonl, import_memories, link_conflict, list_memories, promote, read_jsonl
-from core.output import console, print_json
-from core.pipeline.policy import find_policy
-from core.pipeline.retriever import Retriever
-from core.store.store import Store
-from core.vocab import MemoryStatus
+from scopelens.core.contracts import RetrievalIntent, RetrievalScope, load_input_file
+from scopelens.core.memory import deprecate, export_jsonl, import_memories, link_conflict, list_memories, promote, read_jsonl
+from scopelens.core.output import console, print_json
+from scopelens.core.pipeline.policy import find_policy
+from scopelens.core.pipeline.retriever import Retriever
+from scopelens.core.store.store import Store
+from scopelens.core.vocab import MemoryStatus
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.table import Table
 
-from core.errors import IntegrityError, UnknownIdError
-from core.output import console, print_json, short
-from core.store.store import Store, event_summary
-from core.store.verify import verify_store
+from scopelens.core.errors import IntegrityError, UnknownIdError
+from scopelens.core.output import console, print_json, short
+from scopelens.core.store.store import Store, event_summary
+from scopelens.core.store.verify import verify_store
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

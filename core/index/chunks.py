@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from sqlmodel import select
 
-from core.index.chunker import language_of
-from core.index.sources import evidence_kind_of
-from core.index.timeutil import from_micros
-from core.store.store import Store
-from core.store.tables import IndexChunkRow, IndexDocumentRow
-from core.vocab import EvidenceKind, Source
+from scopelens.core.index.chunker import language_of
+from scopelens.core.index.sources import evidence_kind_of
+from scopelens.core.index.timeutil import from_micros
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
+from scopelens.core.vocab import EvidenceKind, Source
 
 from datetime import datetime
 

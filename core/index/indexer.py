@@ -38,17 +38,17 @@ import numpy as np
 from sqlalchemy import Connection, Table, func, insert, update
 from sqlmodel import select
 
-from core.clock import Clock, SystemClock
-from core.errors import UnreadableFileError
-from core.hashing import canonical_json
-from core.index.chunker import Chunk, chunk_text, decode_source, language_of
-from core.index.redact import redact
-from core.index.sources import SourceClassifier
-from core.index.timeutil import to_micros
-from core.index.tokenizer import tokenize
-from core.index.walker import SkippedPath, git_state, walk_workspace
-from core.store.store import Store
-from core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
+from scopelens.core.clock import Clock, SystemClock
+from scopelens.core.errors import UnreadableFileError
+from scopelens.core.hashing import canonical_json
+from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
+from scopelens.core.index.redact import redact
+from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.index.timeutil import to_micros
+from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.index.walker import SkippedPath, git_state, walk_workspace
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
 
 TF_MAX = np.iinfo(np.uint16).max
 Progress = Callable[[int, int, str], None]

@@ -49,9 +49,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from core.contracts import Redaction
-from core.hashing import text_hash
-from core.vocab import RedactionKind as K
+from scopelens.core.contracts import Redaction
+from scopelens.core.hashing import text_hash
+from scopelens.core.vocab import RedactionKind as K
 
 ENTROPY_THRESHOLD = 3.0
 """Bits per character an assigned value needs to count as a secret.

@@ -35,7 +35,7 @@ work proportional to the postings it reads, with no Python loop over postings:
 
 from __future__ import annotations
 
-from core.hashing import as_bytes
+from scopelens.core.hashing import as_bytes
 
 import math
 import sqlite3
@@ -49,11 +49,11 @@ import numpy as np
 from sqlalchemy import func
 from sqlmodel import select
 
-from core.index.timeutil import FOREVER
-from core.store.engine import SQLITE_BUSY_TIMEOUT_S, sqlite_path_of
-from core.store.store import Store
-from core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
-from core.vocab import Source
+from scopelens.core.index.timeutil import FOREVER
+from scopelens.core.store.engine import SQLITE_BUSY_TIMEOUT_S, sqlite_path_of
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
+from scopelens.core.vocab import Source
 
 BM25_K1 = 1.2
 BM25_B = 0.75

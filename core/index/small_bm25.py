@@ -10,8 +10,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from core.index.scorer import BM25_B, BM25_K1
-from core.index.tokenizer import tokenize
+from scopelens.core.index.scorer import BM25_B, BM25_K1
+from scopelens.core.index.tokenizer import tokenize
 
 
 def bm25_scores(terms: Sequence[tuple[str, float]], texts: Sequence[str]) -> list[float]:

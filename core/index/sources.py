@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from core.vocab import EvidenceKind, Source
+from scopelens.core.vocab import EvidenceKind, Source
 
 DEFAULT_RULE_GLOBS: tuple[str, ...] = (
     "AGENTS.md",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from core.contracts import utc
+from scopelens.core.contracts import utc
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 FOREVER = 2**62

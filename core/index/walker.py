@@ -19,7 +19,7 @@ from typing import Literal
 
 import pathspec
 
-from core.errors import PathEscapeError, UnreadableFileError
+from scopelens.core.errors import PathEscapeError, UnreadableFileError
 
 SkipReason = Literal["ignored", "binary", "too-large", "symlink", "outside-root", "unreadable"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.contracts import Candidate, RejectedItem, RetrievalScope, SubQuery
-from core.pipeline.policy import Policy
-from core.pipeline.recall import TimeWindow
-from core.vocab import AcceptedAuthority, Authority, MemoryStatus, Source, Stage, Visibility
+from scopelens.core.contracts import Candidate, RejectedItem, RetrievalScope, SubQuery
+from scopelens.core.pipeline.policy import Policy
+from scopelens.core.pipeline.recall import TimeWindow
+from scopelens.core.vocab import AcceptedAuthority, Authority, MemoryStatus, Source, Stage, Visibility
 
 AUTHORITY_RANK = {Authority.LOW: 0, Authority.MEDIUM: 1, Authority.HIGH: 2}
 SOURCE_CLASS: dict[Source, AcceptedAuthority] = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.contracts import Candidate, RejectedItem, RetrievalBudget
-from core.hashing import text_hash
-from core.pipeline.boundary import rejection
-from core.vocab import EvidenceKind, Stage
+from scopelens.core.contracts import Candidate, RejectedItem, RetrievalBudget
+from scopelens.core.hashing import text_hash
+from scopelens.core.pipeline.boundary import rejection
+from scopelens.core.vocab import EvidenceKind, Stage
 
 MIN_FINAL_SCORE = 0.12
 """Below this final score a candidate is noise whatever the budget."""

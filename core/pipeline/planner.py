@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.contracts import RetrievalIntent, RetrievalPlan, RetrievalScope, SubQuery, WeightedTerm
-from core.index.tokenizer import tokenize
-from core.vocab import Authority, EvidenceKind, Purpose, Source, SubQueryIntent
+from scopelens.core.contracts import RetrievalIntent, RetrievalPlan, RetrievalScope, SubQuery, WeightedTerm
+from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.vocab import Authority, EvidenceKind, Purpose, Source, SubQueryIntent
 
 TERM_WEIGHTS: dict[str, float] = {
     "anchor": 3.0,

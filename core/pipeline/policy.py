@@ -36,10 +36,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from core.contracts import Contract, RetrievalBudget, parse_input
-from core.errors import UnreadableFileError
-from core.hashing import document_hash
-from core.vocab import Source, Trust, Visibility
+from scopelens.core.contracts import Contract, RetrievalBudget, parse_input
+from scopelens.core.errors import UnreadableFileError
+from scopelens.core.hashing import document_hash
+from scopelens.core.vocab import Source, Trust, Visibility
 
 POLICY_PATH = Path(".scopelens") / "policy.toml"
 

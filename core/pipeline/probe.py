@@ -15,15 +15,15 @@ from datetime import datetime
 
 from sqlmodel import select
 
-from core.contracts import RejectedItem, RetrievalScope, SubQuery
-from core.index.scorer import RecallFilter, Scorer
-from core.index.timeutil import from_micros
-from core.memory import all_memory_versions
-from core.pipeline.recall import WORKSPACE_SOURCES, TimeWindow, workspace_filter
-from core.index.small_bm25 import bm25_scores
-from core.store.store import Store
-from core.store.tables import IndexChunkRow, IndexDocumentRow
-from core.vocab import Source, Stage
+from scopelens.core.contracts import RejectedItem, RetrievalScope, SubQuery
+from scopelens.core.index.scorer import RecallFilter, Scorer
+from scopelens.core.index.timeutil import from_micros
+from scopelens.core.memory import all_memory_versions
+from scopelens.core.pipeline.recall import WORKSPACE_SOURCES, TimeWindow, workspace_filter
+from scopelens.core.index.small_bm25 import bm25_scores
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
+from scopelens.core.vocab import Source, Stage
 
 PROBE_TOP_K = 3
 MEMORY_PROBE_FLOOR = 0.5

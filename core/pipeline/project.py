@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from core.contracts import SnapshotItem
-from core.vocab import EvidenceKind
+from scopelens.core.contracts import SnapshotItem
+from scopelens.core.vocab import EvidenceKind
 
 CITATION_LIKE = re.compile(r"\[(" + "|".join(re.escape(k.value) for k in EvidenceKind) + r")#(\d+)\]", re.IGNORECASE)
 CLOSING_LINE = (

@@ -14,17 +14,17 @@ from datetime import datetime
 
 from sqlmodel import select
 
-from core.contracts import ArtifactRef, Candidate, RetrievalScope, ScoreBreakdown, SubQuery
-from core.index.chunks import ChunkRecord, fetch_chunks
-from core.index.scorer import RecallFilter, Scorer
-from core.index.small_bm25 import bm25_scores
-from core.index.timeutil import to_micros
-from core.memory import memory_versions
-from core.pipeline.policy import Policy
-from core.store.store import Store
-from core.store.tables import EventRow, SessionRow
-from core.contracts import Event
-from core.vocab import Authority, EventType, EvidenceKind, MemoryStatus, Source, Trust, Visibility
+from scopelens.core.contracts import ArtifactRef, Candidate, RetrievalScope, ScoreBreakdown, SubQuery
+from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
+from scopelens.core.index.scorer import RecallFilter, Scorer
+from scopelens.core.index.small_bm25 import bm25_scores
+from scopelens.core.index.timeutil import to_micros
+from scopelens.core.memory import memory_versions
+from scopelens.core.pipeline.policy import Policy
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import EventRow, SessionRow
+from scopelens.core.contracts import Event
+from scopelens.core.vocab import Authority, EventType, EvidenceKind, MemoryStatus, Source, Trust, Visibility
 
 WORKSPACE_SOURCES = frozenset({Source.WORKSPACE_CODE, Source.WORKSPACE_DOC, Source.PROJECT_RULE, Source.DECISION_RECORD})
 SOURCE_AUTHORITY: dict[Source, Authority] = {
@@ -190,7 +190,7 @@ class Recall:
         return _top(pool, terms, sub_query)
 
     def _event_candidate(self, event: Event, text: str, scope: RetrievalScope, window: TimeWindow) -> Candidate:
-        from core.hashing import text_hash
+        from scopelens.core.hashing import text_hash
 
         return Candidate(
             id=f"event:{event.session_id}#{event.seq}",

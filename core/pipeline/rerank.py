@@ -30,10 +30,10 @@ from __future__ import annotations
 import posixpath
 from datetime import datetime
 
-from core.contracts import Candidate, RetrievalIntent, ScoreBreakdown
-from core.index.tokenizer import tokenize
-from core.pipeline.planner import extract_handles
-from core.vocab import Authority, EvidenceKind, Purpose
+from scopelens.core.contracts import Candidate, RetrievalIntent, ScoreBreakdown
+from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.pipeline.planner import extract_handles
+from scopelens.core.vocab import Authority, EvidenceKind, Purpose
 
 COMPONENTS = ("semantic", "lexical", "anchor", "authority", "recency", "scope", "actionability", "diversity")
 RELEVANCE = ("semantic", "lexical", "anchor", "scope")

@@ -15,9 +15,9 @@ from typing import Any
 
 from sqlmodel import select
 
-from core import ENGINE_VERSION
-from core.clock import Clock, IdSource, RandomIds, SystemClock
-from core.contracts import (
+from scopelens.core import ENGINE_VERSION
+from scopelens.core.clock import Clock, IdSource, RandomIds, SystemClock
+from scopelens.core.contracts import (
     SCHEMA_VERSION,
     AuditSnapshot,
     BudgetRecord,
@@ -32,25 +32,25 @@ from core.contracts import (
     RetrievalScope,
     SnapshotItem,
 )
-from core.hashing import canonical_json, document_hash, sha256_hex, text_hash
-from core.index.indexer import index_version
-from core.index.scorer import BM25_B, BM25_K1, Scorer
-from core.pipeline import pack as pack_module
-from core.pipeline import rerank as rerank_module
-from core.pipeline import trim as trim_module
-from core.pipeline.boundary import drop_split_conflicts, filter_boundary
-from core.pipeline.pack import pack
-from core.pipeline.planner import SUBQUERY_TOP_K, TERM_WEIGHTS, plan
-from core.pipeline.policy import Policy
-from core.pipeline.probe import probe
-from core.pipeline.project import render_block
-from core.pipeline.recall import Recall, time_window
-from core.pipeline.rerank import anchor_handles, rerank
-from core.pipeline.scope import resolve_scope
-from core.pipeline.trim import fit_to_budget
-from core.store.store import Store
-from core.store.tables import IndexRunRow, SessionHeadRow
-from core.vocab import EvidenceKind, Stage
+from scopelens.core.hashing import canonical_json, document_hash, sha256_hex, text_hash
+from scopelens.core.index.indexer import index_version
+from scopelens.core.index.scorer import BM25_B, BM25_K1, Scorer
+from scopelens.core.pipeline import pack as pack_module
+from scopelens.core.pipeline import rerank as rerank_module
+from scopelens.core.pipeline import trim as trim_module
+from scopelens.core.pipeline.boundary import drop_split_conflicts, filter_boundary
+from scopelens.core.pipeline.pack import pack
+from scopelens.core.pipeline.planner import SUBQUERY_TOP_K, TERM_WEIGHTS, plan
+from scopelens.core.pipeline.policy import Policy
+from scopelens.core.pipeline.probe import probe
+from scopelens.core.pipeline.project import render_block
+from scopelens.core.pipeline.recall import Recall, time_window
+from scopelens.core.pipeline.rerank import anchor_handles, rerank
+from scopelens.core.pipeline.scope import resolve_scope
+from scopelens.core.pipeline.trim import fit_to_budget
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import IndexRunRow, SessionHeadRow
+from scopelens.core.vocab import EvidenceKind, Stage
 
 SELECTED_REASONS = (
     ("anchor", "hits an anchor of the task"),

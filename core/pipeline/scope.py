@@ -12,9 +12,9 @@ Precedence (documented in ``docs/scope.md``):
 
 from __future__ import annotations
 
-from core.contracts import RetrievalBudget, RetrievalIntent, RetrievalScope
-from core.errors import InvalidInputError
-from core.pipeline.policy import Policy
+from scopelens.core.contracts import RetrievalBudget, RetrievalIntent, RetrievalScope
+from scopelens.core.errors import InvalidInputError
+from scopelens.core.pipeline.policy import Policy
 
 
 def narrow_budget(budget: RetrievalBudget, limit: RetrievalBudget | None) -> RetrievalBudget:

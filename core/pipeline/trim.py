@@ -19,9 +19,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from core.contracts import Candidate, RejectedItem, TrimRange
-from core.pipeline.boundary import rejection
-from core.vocab import Stage, Visibility
+from scopelens.core.contracts import Candidate, RejectedItem, TrimRange
+from scopelens.core.pipeline.boundary import rejection
+from scopelens.core.vocab import Stage, Visibility
 
 ITEM_OVERHEAD = 24
 MIN_USEFUL_TOKENS = 16

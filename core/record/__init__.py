@@ -9,9 +9,9 @@ of scoped retrieval that the recorded facts show (see ``findings.py``).
 
 from __future__ import annotations
 
-from core.record.findings import Finding, FindingKind, Outcome
-from core.record.recorder import RecordResult, SnapshotRecord, record_script, record_scripts
-from core.record.script import LoadedScript, load_script
+from scopelens.core.record.findings import Finding, FindingKind, Outcome
+from scopelens.core.record.recorder import RecordResult, SnapshotRecord, record_script, record_scripts
+from scopelens.core.record.script import LoadedScript, load_script
 
 __all__ = [
     "Finding",

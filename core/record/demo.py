@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import core
-from core import ENGINE_VERSION
-from core.contracts import SCHEMA_VERSION
-from core.errors import IntegrityError, ScopelensError, UnreadableFileError
-from core.record.recorder import record_scripts
-from core.record.script import SCRIPT_FILE
-from core.store.store import Store
-from core.store.verify import verify_store
+import scopelens.core
+from scopelens.core import ENGINE_VERSION
+from scopelens.core.contracts import SCHEMA_VERSION
+from scopelens.core.errors import IntegrityError, ScopelensError, UnreadableFileError
+from scopelens.core.record.recorder import record_scripts
+from scopelens.core.record.script import SCRIPT_FILE
+from scopelens.core.store.store import Store
+from scopelens.core.store.verify import verify_store
 
 SAMPLES_ENV = "SCOPELENS_SAMPLES"
 DEMO_DB = "demo.db"
@@ -36,9 +36,13 @@ SKIPPED_NAMES = frozenset({"__pycache__", ".DS_Store"})
 
 
 def samples_dir() -> Path:
-    """``$SCOPELENS_SAMPLES``, else ``sample_sessions/`` beside the ``core`` package (editable installs)."""
+    """``$SCOPELENS_SAMPLES``, else the ``sample_sessions/`` beside ``scopelens.core``.
+
+    It is the repository's folder in an editable install and ``scopelens/sample_sessions`` in a
+    wheel; the link tree of a strict editable install resolves to the repository.
+    """
     override = os.environ.get(SAMPLES_ENV)
-    path = Path(override) if override else Path(core.__file__).resolve().parent.parent / "sample_sessions"
+    path = Path(override) if override else Path(scopelens.core.__file__).resolve().parent.parent / "sample_sessions"
     if not path.is_dir():
         raise UnreadableFileError(
             f"sample sessions not found at {path}: set ${SAMPLES_ENV} to the sample_sessions directory"
@@ -168,15 +172,15 @@ def _build(directory: Path, samples: Path, current: str) -> dict[str, Any]:
 
 def _config_hash() -> str:
     """The hash every snapshot pins for the engine's weights and limits (see ``retriever.py``)."""
-    from core.hashing import document_hash
-    from core.pipeline.retriever import engine_config
+    from scopelens.core.hashing import document_hash
+    from scopelens.core.pipeline.retriever import engine_config
 
     return document_hash(engine_config())
 
 
 def open_inspector(db: Path) -> bool:
     """Open the inspector on ``db`` (textual is imported only here, lazily)."""
-    from core.commands.inspect_commands import open_inspector as run_inspector
+    from scopelens.core.commands.inspect_commands import open_inspector as run_inspector
 
     run_inspector(str(db))
     return True

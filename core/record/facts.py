@@ -12,11 +12,11 @@ from datetime import datetime
 
 from sqlmodel import select
 
-from core.contracts import MemoryRecord
-from core.index.timeutil import from_micros
-from core.hashing import sha256_hex
-from core.store.store import Store
-from core.store.tables import IndexChunkRow, IndexDocumentRow, MemoryRow
+from scopelens.core.contracts import MemoryRecord
+from scopelens.core.index.timeutil import from_micros
+from scopelens.core.hashing import sha256_hex
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, MemoryRow
 
 
 @dataclass(frozen=True)

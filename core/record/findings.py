@@ -21,12 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from core.contracts import AuditSnapshot, Contract, SnapshotItem
-from core.pipeline.recall import WORKSPACE_SOURCES
-from core.pipeline.rerank import COMPONENTS, WEIGHTS
-from core.record import facts
-from core.store.store import Store
-from core.vocab import DriftClass, EvidenceKind, FindingKind, MemoryStatus, Outcome, Source, Stage, Visibility
+from scopelens.core.contracts import AuditSnapshot, Contract, SnapshotItem
+from scopelens.core.pipeline.recall import WORKSPACE_SOURCES
+from scopelens.core.pipeline.rerank import COMPONENTS, WEIGHTS
+from scopelens.core.record import facts
+from scopelens.core.store.store import Store
+from scopelens.core.vocab import DriftClass, EvidenceKind, FindingKind, MemoryStatus, Outcome, Source, Stage, Visibility
 
 
 class Finding(Contract):
@@ -440,7 +440,7 @@ def reply_findings(
     * uncited-reply (occurred): no citations at all, though a snapshot of the request
       requires them.
     """
-    from core.record.support import SUPPORT_THRESHOLD, check_support
+    from scopelens.core.record.support import SUPPORT_THRESHOLD, check_support
 
     shown = ", ".join(s.id for s in request_snapshots) or "none"
     for check in checks:

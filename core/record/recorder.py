@@ -22,8 +22,8 @@ from typing import Any
 
 from sqlmodel import select
 
-from core.clock import SequentialIds, SteppingClock
-from core.contracts import (
+from scopelens.core.clock import SequentialIds, SteppingClock
+from scopelens.core.contracts import (
     SCHEMA_VERSION,
     ArtifactRef,
     AuditSnapshot,
@@ -33,16 +33,16 @@ from core.contracts import (
     ToolStartedPayload,
     UserMessagePayload,
 )
-from core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
-from core.hashing import text_hash
-from core.index.indexer import index_workspace
-from core.index.redact import redact, redact_values
-from core.index.sources import SourceClassifier
-from core.memory import deprecate, import_memories, link_conflict, promote, read_jsonl
-from core.pipeline.policy import Policy, find_policy, load_policy
-from core.pipeline.retriever import Retriever
-from core.record.findings import CiteCheck, Finding, FindingContext, drift_findings, reply_findings, snapshot_findings
-from core.record.script import (
+from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
+from scopelens.core.hashing import text_hash
+from scopelens.core.index.indexer import index_workspace
+from scopelens.core.index.redact import redact, redact_values
+from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.memory import deprecate, import_memories, link_conflict, promote, read_jsonl
+from scopelens.core.pipeline.policy import Policy, find_policy, load_policy
+from scopelens.core.pipeline.retriever import Retriever
+from scopelens.core.record.findings import CiteCheck, Finding, FindingContext, drift_findings, reply_findings, snapshot_findings
+from scopelens.core.record.script import (
     AdvanceStep,
     Cite,
     DeleteStep,
@@ -62,9 +62,9 @@ from core.record.script import (
     parse_duration,
     ref_matches,
 )
-from core.store.store import Store
-from core.store.tables import IndexRunRow
-from core.vocab import EventType
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import IndexRunRow
+from scopelens.core.vocab import EventType
 
 PREVIEW_CHARS = 300
 """How much of a tool's output goes into ``tool.finished`` itself (the rest is the artifact)."""

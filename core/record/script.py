@@ -21,10 +21,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from core.contracts import RetrievalIntent, RetrievalScope, parse_input
-from core.errors import InvalidInputError, UnreadableFileError
-from core.record.findings import FindingKind, Outcome
-from core.vocab import EvidenceKind
+from scopelens.core.contracts import RetrievalIntent, RetrievalScope, parse_input
+from scopelens.core.errors import InvalidInputError, UnreadableFileError
+from scopelens.core.record.findings import FindingKind, Outcome
+from scopelens.core.vocab import EvidenceKind
 
 SCRIPT_SCHEMA_VERSION = 1
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)

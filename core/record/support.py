@@ -1,7 +1,7 @@
 """Does a cited text support a claim? The documented key-term heuristic.
 
 The rule (``docs/session-scripts.md``): the claim's *key terms* are its distinct index
-terms (``core.index.tokenizer.tokenize``, so identifiers split the way the index splits
+terms (``scopelens.core.index.tokenizer.tokenize``, so identifiers split the way the index splits
 them and Japanese becomes character bigrams) minus the planner's stopwords and bare
 numbers. A citation supports the claim when at least :data:`SUPPORT_THRESHOLD` of the key
 terms occur among the terms of the cited item's **visible text** (what the model was
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.index.tokenizer import tokenize
-from core.pipeline.planner import STOPWORDS
+from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.pipeline.planner import STOPWORDS
 
 SUPPORT_THRESHOLD = 0.6
 

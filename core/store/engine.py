@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import NullPool
 
-from core.errors import StoreUnavailableError
+from scopelens.core.errors import StoreUnavailableError
 
 SQLITE_BUSY_TIMEOUT_S = 60.0
 

@@ -24,8 +24,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError as SAIntegrityError, Opera
 
 from sqlmodel import Session
 
-from core.clock import Clock, IdSource, RandomIds, SystemClock
-from core.contracts import (
+from scopelens.core.clock import Clock, IdSource, RandomIds, SystemClock
+from scopelens.core.contracts import (
     EVENT_PAYLOADS,
     REDACTED_FIELDS,
     AuditSnapshot,
@@ -36,7 +36,7 @@ from core.contracts import (
     SnapshotCreatedPayload,
     utc,
 )
-from core.errors import (
+from scopelens.core.errors import (
     ImmutableRecordError,
     InvalidInputError,
     NewerSchemaError,
@@ -45,11 +45,11 @@ from core.errors import (
     StoreUnavailableError,
     UnknownIdError,
 )
-from core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
-from core.index.redact import redact, redact_values
-from core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
-from core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
-from core.store.tables import (
+from scopelens.core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
+from scopelens.core.index.redact import redact, redact_values
+from scopelens.core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
+from scopelens.core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
+from scopelens.core.store.tables import (
     BlobRow,
     EventRow,
     MetaRow,
@@ -60,7 +60,7 @@ from core.store.tables import (
     SnapshotRow,
     StoreHeadRow,
 )
-from core.vocab import EventType, Stage
+from scopelens.core.vocab import EventType, Stage
 
 APP_ID = "scopelens"
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -26,10 +26,10 @@ from typing import Any
 from pydantic import ValidationError
 from sqlmodel import Session, select
 
-from core.contracts import AuditSnapshot, Problem, VerifyReport
-from core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
-from core.store.store import Store, snapshot_candidate_rows, stored_time_or_none
-from core.store.tables import (
+from scopelens.core.contracts import AuditSnapshot, Problem, VerifyReport
+from scopelens.core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
+from scopelens.core.store.store import Store, snapshot_candidate_rows, stored_time_or_none
+from scopelens.core.store.tables import (
     BlobRow,
     EventRow,
     SessionHeadRow,
@@ -38,7 +38,7 @@ from core.store.tables import (
     SnapshotRow,
     StoreHeadRow,
 )
-from core.vocab import EventType
+from scopelens.core.vocab import EventType
 
 Progress = Callable[[int], None]
 

@@ -18,8 +18,8 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from core.errors import ScopelensError
-from inspector.screens.paging import KeyPaging
+from scopelens.core.errors import ScopelensError
+from scopelens.inspector.screens.paging import KeyPaging
 
 
 def problem_line(error: BaseException) -> str:

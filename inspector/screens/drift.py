@@ -10,12 +10,12 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
-from core.audit.drift import DriftReport, DriftRunSummary
-from core.vocab import DriftClass
-from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen, shows_problems
-from inspector.widgets.fitted_table import Column, FittedTable
-from inspector.widgets.footer import KeysFooter
+from scopelens.core.audit.drift import DriftReport, DriftRunSummary
+from scopelens.core.vocab import DriftClass
+from scopelens.inspector.actions import bindings_for
+from scopelens.inspector.screens.base import InspectorScreen, shows_problems
+from scopelens.inspector.widgets.fitted_table import Column, FittedTable
+from scopelens.inspector.widgets.footer import KeysFooter
 
 CLASS_MARK = {
     DriftClass.UNCHANGED: "=",

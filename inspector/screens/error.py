@@ -5,9 +5,9 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import Header, Static
 
-from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen
-from inspector.widgets.footer import KeysFooter
+from scopelens.inspector.actions import bindings_for
+from scopelens.inspector.screens.base import InspectorScreen
+from scopelens.inspector.widgets.footer import KeysFooter
 
 
 class StoreErrorScreen(InspectorScreen):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Header, Static
 
-from inspector.actions import ACTIONS, bindings_for
-from inspector.screens.base import InspectorScreen
-from inspector.widgets.fitted_table import Column, FittedTable
-from inspector.widgets.footer import KeysFooter
+from scopelens.inspector.actions import ACTIONS, bindings_for
+from scopelens.inspector.screens.base import InspectorScreen
+from scopelens.inspector.widgets.fitted_table import Column, FittedTable
+from scopelens.inspector.widgets.footer import KeysFooter
 
 COLUMNS = (
     Column("where", "where", 9),

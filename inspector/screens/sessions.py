@@ -8,13 +8,13 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static
 
-from core.readmodel import Page, SessionView, VerifyStatus
-from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen, problem_line, shows_problems
-from inspector.screens.paging import KeyPaging
-from inspector.widgets.fitted_table import Column, FittedTable
-from inspector.widgets.footer import KeysFooter
-from inspector.widgets.text_input import TextInput
+from scopelens.core.readmodel import Page, SessionView, VerifyStatus
+from scopelens.inspector.actions import bindings_for
+from scopelens.inspector.screens.base import InspectorScreen, problem_line, shows_problems
+from scopelens.inspector.screens.paging import KeyPaging
+from scopelens.inspector.widgets.fitted_table import Column, FittedTable
+from scopelens.inspector.widgets.footer import KeysFooter
+from scopelens.inspector.widgets.text_input import TextInput
 
 SORTS = ("started", "project", "turns", "snapshots")
 PAGE_SIZE = 60
@@ -226,7 +226,7 @@ class SessionsScreen(InspectorScreen):
         return self.query_one(FittedTable).cursor_key()
 
     def _open(self, session_id: str) -> None:
-        from inspector.screens.timeline import TimelineScreen
+        from scopelens.inspector.screens.timeline import TimelineScreen
 
         self.app.push_screen(TimelineScreen(session_id))
 

@@ -10,15 +10,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane
 
-from core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
-from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen, shows_problems
-from inspector.screens.paging import KeyPaging
-from inspector.widgets.evidence import EvidenceText
-from inspector.widgets.fitted_table import Column, FittedTable
-from inspector.widgets.footer import KeysFooter
-from inspector.widgets.funnel import Funnel
-from inspector.widgets.text_input import TextInput
+from scopelens.core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
+from scopelens.inspector.actions import bindings_for
+from scopelens.inspector.screens.base import InspectorScreen, shows_problems
+from scopelens.inspector.screens.paging import KeyPaging
+from scopelens.inspector.widgets.evidence import EvidenceText
+from scopelens.inspector.widgets.fitted_table import Column, FittedTable
+from scopelens.inspector.widgets.footer import KeysFooter
+from scopelens.inspector.widgets.funnel import Funnel
+from scopelens.inspector.widgets.text_input import TextInput
 
 SCORE_NAMES = {"lexical": "lex", "authority": "auth", "actionability": "action", "diversity": "div"}
 OK = Text("✓", style="green")
@@ -370,12 +370,12 @@ class SnapshotScreen(InspectorScreen):
         self.reload_candidates()
 
     def action_drift(self) -> None:
-        from inspector.screens.drift import DriftScreen
+        from scopelens.inspector.screens.drift import DriftScreen
 
         self.app.push_screen(DriftScreen(self.snapshot_id))
 
     def action_why_not(self) -> None:
-        from inspector.screens.whynot import WhyNotScreen
+        from scopelens.inspector.screens.whynot import WhyNotScreen
 
         self.app.push_screen(WhyNotScreen(self.snapshot_id))
 

@@ -8,12 +8,12 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
-from core.readmodel import SessionView, TurnView, VerifyStatus
-from core.vocab import EventType
-from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen, shows_problems
-from inspector.widgets.fitted_table import Column, FittedTable
-from inspector.widgets.footer import KeysFooter
+from scopelens.core.readmodel import SessionView, TurnView, VerifyStatus
+from scopelens.core.vocab import EventType
+from scopelens.inspector.actions import bindings_for
+from scopelens.inspector.screens.base import InspectorScreen, shows_problems
+from scopelens.inspector.widgets.fitted_table import Column, FittedTable
+from scopelens.inspector.widgets.footer import KeysFooter
 
 ICONS = {
     EventType.SESSION_STARTED: "●",
@@ -165,12 +165,12 @@ class TimelineScreen(InspectorScreen):
         if not snapshot_ids:
             self.notify("No snapshot in this turn.", timeout=3)
             return
-        from inspector.screens.snapshot import SnapshotScreen
+        from scopelens.inspector.screens.snapshot import SnapshotScreen
 
         self.app.push_screen(SnapshotScreen(snapshot_ids[0]))
 
     def action_session_drift(self) -> None:
-        from inspector.screens.drift import SessionDriftScreen
+        from scopelens.inspector.screens.drift import SessionDriftScreen
 
         self.app.push_screen(SessionDriftScreen(self.session_id))
 

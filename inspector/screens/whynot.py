@@ -7,12 +7,12 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Header, Input, RadioButton, RadioSet, Static
 
-from core.audit.whynot import WhyNotAnswer
-from core.errors import ScopelensError
-from inspector.actions import bindings_for
-from inspector.screens.base import InspectorScreen, shows_problems
-from inspector.widgets.footer import KeysFooter
-from inspector.widgets.text_input import TextInput
+from scopelens.core.audit.whynot import WhyNotAnswer
+from scopelens.core.errors import ScopelensError
+from scopelens.inspector.actions import bindings_for
+from scopelens.inspector.screens.base import InspectorScreen, shows_problems
+from scopelens.inspector.widgets.footer import KeysFooter
+from scopelens.inspector.widgets.text_input import TextInput
 
 
 class WhyNotScreen(InspectorScreen):

@@ -9,8 +9,8 @@ from textual.markup import escape
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from core.hashing import text_hash
-from core.readmodel import ItemView
+from scopelens.core.hashing import text_hash
+from scopelens.core.readmodel import ItemView
 
 
 TAB_WIDTH = 4

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.audit.drift import _diff
+from scopelens.core.audit.drift import _diff
 from tests.support.factories import make_snapshot
 
 

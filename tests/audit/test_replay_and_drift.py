@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from core.audit import drift as drift_module
-from core.audit.drift import compute_drift, drift_session, list_drift_runs, load_drift_run
-from core.audit.replay import context_hash_of, replay_session
-from core.cli import main
-from core.contracts import ModelRequestPayload, ModelResponsePayload, RetrievalBudget, RetrievalScope
-from core.store.verify import verify_store
-from core.vocab import DriftClass, EventType, Stage
+from scopelens.core.audit import drift as drift_module
+from scopelens.core.audit.drift import compute_drift, drift_session, list_drift_runs, load_drift_run
+from scopelens.core.audit.replay import context_hash_of, replay_session
+from scopelens.core.cli import main
+from scopelens.core.contracts import ModelRequestPayload, ModelResponsePayload, RetrievalBudget, RetrievalScope
+from scopelens.core.store.verify import verify_store
+from scopelens.core.vocab import DriftClass, EventType, Stage
 from tests.pipeline.test_seed_seven import FIX_TEST
 from tests.support.tamper import tampering
 from tests.support.workspaces import AUTH_FILES, write

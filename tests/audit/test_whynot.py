@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from core.audit.whynot import why_not
-from core.cli import main
-from core.contracts import MemoryRecord, ModelResponsePayload, RetrievalBudget, RetrievalScope, TimeBoundary
-from core.pipeline.policy import Policy, VisibilityRule
-from core.vocab import EventType, MemoryStatus, Source, Stage, Visibility
+from scopelens.core.audit.whynot import why_not
+from scopelens.core.cli import main
+from scopelens.core.contracts import MemoryRecord, ModelResponsePayload, RetrievalBudget, RetrievalScope, TimeBoundary
+from scopelens.core.pipeline.policy import Policy, VisibilityRule
+from scopelens.core.vocab import EventType, MemoryStatus, Source, Stage, Visibility
 from tests.pipeline.test_seed_seven import FIX_TEST
 from tests.support.workspaces import AUTH_FILES, T0, write
 

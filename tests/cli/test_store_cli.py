@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main
-from core.store.store import Store
-from core.vocab import EventType
+from scopelens.core.cli import main
+from scopelens.core.store.store import Store
+from scopelens.core.vocab import EventType
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -103,7 +103,7 @@ def test_newer_schema_is_refused(capsys, store_path):
 
 
 def test_debug_shows_the_traceback(store_path):
-    from core.errors import UnknownIdError
+    from scopelens.core.errors import UnknownIdError
 
     with pytest.raises(UnknownIdError):
         main(["show", "nope", "--db", str(store_path), "--debug"])

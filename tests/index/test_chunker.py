@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from core.index.chunker import Chunk, chunk_text, decode_source, language_of
+from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main
-from core.clock import SteppingClock
-from core.index.chunks import fetch_chunks
-from core.index.indexer import index_workspace
-from core.index.scorer import RecallFilter, Scorer
-from core.index.timeutil import to_micros
-from core.index.tokenizer import tokenize
-from core.store.store import Store
-from core.vocab import Source
+from scopelens.core.cli import main
+from scopelens.core.clock import SteppingClock
+from scopelens.core.index.chunks import fetch_chunks
+from scopelens.core.index.indexer import index_workspace
+from scopelens.core.index.scorer import RecallFilter, Scorer
+from scopelens.core.index.timeutil import to_micros
+from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.store.store import Store
+from scopelens.core.vocab import Source
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 

@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from core.index import indexer
-from core.index.indexer import TF_MAX, build_postings
+from scopelens.core.index import indexer
+from scopelens.core.index.indexer import TF_MAX, build_postings
 
 
 def reference(chunks: list[list[str]]) -> list[tuple[str, bytes, bytes]]:

@@ -12,9 +12,9 @@ import string
 import pytest
 from hypothesis import given, strategies as st
 
-from core.hashing import text_hash
-from core.index.redact import ENTROPY_THRESHOLD, Redacted, placeholder, redact, redact_values, shannon_entropy
-from core.vocab import RedactionKind as K
+from scopelens.core.hashing import text_hash
+from scopelens.core.index.redact import ENTROPY_THRESHOLD, Redacted, placeholder, redact, redact_values, shannon_entropy
+from scopelens.core.vocab import RedactionKind as K
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits

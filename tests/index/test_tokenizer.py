@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from core.index.tokenizer import tokenize, unique_terms
+from scopelens.core.index.tokenizer import tokenize, unique_terms
 
 
 def test_words_are_lowercased_and_kept_in_order_with_duplicates() -> None:

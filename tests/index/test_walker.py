@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import PathEscapeError, UnreadableFileError
-from core.index.walker import SkippedPath, git_state, resolve_inside, walk_workspace
+from scopelens.core.errors import PathEscapeError, UnreadableFileError
+from scopelens.core.index.walker import SkippedPath, git_state, resolve_inside, walk_workspace
 
 
 def write(root: Path, rel: str, data: str | bytes = "x\n") -> Path:

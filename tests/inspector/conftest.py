@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from core.clock import SequentialIds, SteppingClock
-from core.record.recorder import record_scripts
-from inspector.app import InspectorApp, make_app
+from scopelens.core.clock import SequentialIds, SteppingClock
+from scopelens.core.record.recorder import record_scripts
+from scopelens.inspector.app import InspectorApp, make_app
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 DRIFT_CLOCK_START = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)

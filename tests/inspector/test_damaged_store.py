@@ -12,8 +12,8 @@ import sqlite3
 import pytest
 from textual.widgets import DataTable, Static
 
-from inspector.screens.snapshot import SnapshotScreen
-from inspector.screens.timeline import TimelineScreen
+from scopelens.inspector.screens.snapshot import SnapshotScreen
+from scopelens.inspector.screens.timeline import TimelineScreen
 from tests.inspector.conftest import build_app, settle
 
 SESSION = "s-auth-role-mock-0001"
@@ -87,7 +87,7 @@ async def test_a_session_whose_start_is_not_a_timestamp_is_listed_as_unreadable(
 
 
 async def test_a_session_that_cannot_be_verified_gets_a_red_mark_not_a_stuck_one(sample_store, monkeypatch):
-    from core.readmodel import ReadModel
+    from scopelens.core.readmodel import ReadModel
 
     original = ReadModel.verify_status
 
@@ -109,8 +109,8 @@ async def test_a_session_that_cannot_be_verified_gets_a_red_mark_not_a_stuck_one
 
 async def test_a_reply_citing_the_same_missing_id_twice_lists_it_once(sample_store):
     """No tampering: a model.response appended through the API may repeat a citation id."""
-    from core.store.store import Store
-    from core.vocab import EventType
+    from scopelens.core.store.store import Store
+    from scopelens.core.vocab import EventType
 
     with Store.open(str(sample_store)) as store:
         store.append_event(SESSION, EventType.MODEL_RESPONSE, {"text": "see [zz9] and [zz9]", "cited_ids": ["zz9", "zz9"]},

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from core.pipeline.trim import marker
-from inspector.screens.snapshot import SnapshotScreen
-from inspector.widgets.evidence import original_line_numbers
+from scopelens.core.pipeline.trim import marker
+from scopelens.inspector.screens.snapshot import SnapshotScreen
+from scopelens.inspector.widgets.evidence import original_line_numbers
 from tests.inspector.conftest import build_app, first_snapshot_of, settle
 
 

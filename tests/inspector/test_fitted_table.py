@@ -10,11 +10,11 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
 
-from inspector.screens.drift import DriftScreen, SessionDriftScreen
-from inspector.screens.help import HelpScreen
-from inspector.screens.snapshot import SnapshotScreen
-from inspector.screens.timeline import TimelineScreen
-from inspector.widgets.fitted_table import Column, FittedTable, fit_widths
+from scopelens.inspector.screens.drift import DriftScreen, SessionDriftScreen
+from scopelens.inspector.screens.help import HelpScreen
+from scopelens.inspector.screens.snapshot import SnapshotScreen
+from scopelens.inspector.screens.timeline import TimelineScreen
+from scopelens.inspector.widgets.fitted_table import Column, FittedTable, fit_widths
 from tests.inspector.conftest import build_app, first_snapshot_of, settle
 from tests.inspector.test_snapshots import SESSION
 

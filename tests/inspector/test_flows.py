@@ -7,13 +7,13 @@ from datetime import timedelta
 
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
-from core.contracts import RetrievalBudget, RetrievalScope
-from inspector.screens.drift import DriftScreen
-from inspector.screens.sessions import SessionsScreen
-from inspector.screens.snapshot import SnapshotScreen
-from inspector.screens.timeline import TimelineScreen
-from inspector.screens.whynot import WhyNotScreen
-from inspector.widgets.fitted_table import FittedTable
+from scopelens.core.contracts import RetrievalBudget, RetrievalScope
+from scopelens.inspector.screens.drift import DriftScreen
+from scopelens.inspector.screens.sessions import SessionsScreen
+from scopelens.inspector.screens.snapshot import SnapshotScreen
+from scopelens.inspector.screens.timeline import TimelineScreen
+from scopelens.inspector.screens.whynot import WhyNotScreen
+from scopelens.inspector.widgets.fitted_table import FittedTable
 from tests.inspector.conftest import build_app, first_snapshot_of, settle
 from tests.pipeline.test_seed_seven import FIX_TEST
 from tests.support.workspaces import AUTH_FILES, Lab
@@ -145,7 +145,7 @@ async def test_filter_sort_and_empty_states(sample_store, tmp_path):
 
 
 async def test_every_action_is_in_the_palette_and_bindings_have_ids_and_tooltips(sample_store):
-    from inspector.actions import ACTIONS
+    from scopelens.inspector.actions import ACTIONS
 
     assert all(a.id and a.tooltip and ": " in a.title for a in ACTIONS)
     assert len({a.id for a in ACTIONS}) == len(ACTIONS)
@@ -163,7 +163,7 @@ async def test_every_action_is_in_the_palette_and_bindings_have_ids_and_tooltips
 async def test_sessions_arrive_a_screenful_at_a_time_as_the_cursor_goes_down(tmp_path):
     """The first page is what the terminal shows; going down loads the rest by key, each
     session once, and a page fetched for an earlier filter is never shown."""
-    from core.store.store import Store
+    from scopelens.core.store.store import Store
     from tests.support.factories import T0
 
     db = tmp_path / "many.db"
@@ -206,7 +206,7 @@ async def test_the_footer_rebuilds_its_keys_only_when_the_keys_change(sample_sto
     widgets unless what it shows differs, and then it shows the new state."""
     from textual.widgets._footer import FooterKey
 
-    from inspector.widgets.footer import KeysFooter
+    from scopelens.inspector.widgets.footer import KeysFooter
 
     app = build_app(sample_store)
     async with app.run_test(size=(120, 30)) as pilot:

@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parents[2]
 READER = textwrap.dedent(
     """
     import asyncio, sys
-    from core.readmodel import ReadModel
-    from inspector.app import make_app
-    from inspector.screens.snapshot import SnapshotScreen
-    from inspector.screens.timeline import TimelineScreen
+    from scopelens.core.readmodel import ReadModel
+    from scopelens.inspector.app import make_app
+    from scopelens.inspector.screens.snapshot import SnapshotScreen
+    from scopelens.inspector.screens.timeline import TimelineScreen
 
     db = sys.argv[1]
     model = ReadModel(db)
@@ -65,25 +65,33 @@ def _as_nobody(paths: list[Path]) -> bool:
     )
 
 
+def _code_root(tmp_path: Path) -> Path:
+    """A readable copy of the checkout laid out as installed: ``scopelens/core``, ``scopelens/inspector``."""
+    code = tmp_path / "code"
+    for package in ("core", "inspector"):
+        shutil.copytree(REPO / package, code / "scopelens" / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [code, *code.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return code
+
+
 def _reader_command(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
     """The interpreter and PYTHONPATH a reader runs with (as nobody when we are root)."""
     site = Path(sysconfig.get_paths()["purelib"])
+    code_root = _code_root(tmp_path)
     if os.geteuid() != 0:
-        return [sys.executable], {"PYTHONPATH": f"{REPO}{os.pathsep}{site}"}
+        return [sys.executable], {"PYTHONPATH": f"{code_root}{os.pathsep}{site}"}
     python = shutil.which("python3", path="/usr/bin:/usr/local/bin") or sys.executable
     version = subprocess.run([python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
     if version.stdout.strip() != str(tuple(sys.version_info[:2])):
         python = sys.executable
-    code_root, packages = REPO, site
-    if not _as_nobody([REPO / "core" / "__init__.py", site, Path(python)]):
-        # The checkout or the venv is private to root: give nobody a readable copy.
-        shared = tmp_path / "shared"
-        shutil.copytree(REPO / "core", shared / "code" / "core")
-        shutil.copytree(REPO / "inspector", shared / "code" / "inspector")
-        shutil.copytree(site, shared / "site")
-        for path in [tmp_path, *shared.rglob("*")]:
+    packages = site
+    if not _as_nobody([site, Path(python)]):
+        # The venv is private to root: give nobody a readable copy.
+        packages = tmp_path / "site"
+        shutil.copytree(site, packages)
+        for path in [tmp_path, *packages.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        code_root, packages = shared / "code", shared / "site"
     return ["runuser", "-u", "nobody", "--", python], {"PYTHONPATH": f"{code_root}{os.pathsep}{packages}"}
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.readmodel import CANDIDATE_SORTS, ReadModel
-from core.record.recorder import record_scripts
+from scopelens.core.readmodel import CANDIDATE_SORTS, ReadModel
+from scopelens.core.record.recorder import record_scripts
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from inspector.screens.drift import DriftScreen, SessionDriftScreen
-from inspector.screens.help import HelpScreen
-from inspector.screens.snapshot import SnapshotScreen
-from inspector.screens.timeline import TimelineScreen
-from inspector.screens.whynot import WhyNotScreen
+from scopelens.inspector.screens.drift import DriftScreen, SessionDriftScreen
+from scopelens.inspector.screens.help import HelpScreen
+from scopelens.inspector.screens.snapshot import SnapshotScreen
+from scopelens.inspector.screens.timeline import TimelineScreen
+from scopelens.inspector.screens.whynot import WhyNotScreen
 from tests.inspector.conftest import build_app, first_snapshot_of, settle
 
 SIZES = [(80, 24), (160, 48)]

@@ -15,9 +15,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.contracts import Anchors, MemoryRecord, RetrievalIntent, RetrievalScope
-from core.pipeline.policy import Policy, VisibilityRule
-from core.vocab import MemoryStatus, Purpose, Source, Visibility
+from scopelens.core.contracts import Anchors, MemoryRecord, RetrievalIntent, RetrievalScope
+from scopelens.core.pipeline.policy import Policy, VisibilityRule
+from scopelens.core.vocab import MemoryStatus, Purpose, Source, Visibility
 from tests.support.workspaces import T0, Lab
 
 WORDS = ["role", "admin", "mock", "session", "token", "default", "fixture", "user", "cache", "parser", "retry", "limit"]

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from core.contracts import Anchors, MemoryRecord, RetrievalBudget, RetrievalIntent, RetrievalScope, TimeBoundary
-from core.errors import InvalidInputError
-from core.pipeline.policy import Policy, VisibilityRule, load_policy
-from core.pipeline.scope import resolve_scope
-from core.vocab import EvidenceKind, MemoryStatus, Purpose, Source, Stage, Visibility
+from scopelens.core.contracts import Anchors, MemoryRecord, RetrievalBudget, RetrievalIntent, RetrievalScope, TimeBoundary
+from scopelens.core.errors import InvalidInputError
+from scopelens.core.pipeline.policy import Policy, VisibilityRule, load_policy
+from scopelens.core.pipeline.scope import resolve_scope
+from scopelens.core.vocab import EvidenceKind, MemoryStatus, Purpose, Source, Stage, Visibility
 from tests.support.workspaces import AUTH_FILES, T0
 from tests.pipeline.test_seed_seven import FIX_TEST
 
@@ -187,7 +187,7 @@ def test_policy_file_rejects_unknown_keys(tmp_path):
 
 
 def test_free_text_planning_weights_handles_above_prose():
-    from core.pipeline.planner import weighted_terms
+    from scopelens.core.pipeline.planner import weighted_terms
 
     intent = RetrievalIntent(
         question=(

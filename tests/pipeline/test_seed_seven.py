@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from core.contracts import Anchors, RetrievalIntent, RetrievalScope, TimeBoundary, RetrievalBudget
-from core.hashing import text_hash
-from core.pipeline.policy import Policy, VisibilityRule
-from core.vocab import Purpose, Stage, Visibility
+from scopelens.core.contracts import Anchors, RetrievalIntent, RetrievalScope, TimeBoundary, RetrievalBudget
+from scopelens.core.hashing import text_hash
+from scopelens.core.pipeline.policy import Policy, VisibilityRule
+from scopelens.core.vocab import Purpose, Stage, Visibility
 from tests.support.workspaces import AUTH_FILES, write
 
 FIX_TEST = RetrievalIntent(

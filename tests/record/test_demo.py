@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.cli import main
-from core.record.demo import DEMO_DB, STAMP, data_dir
+from scopelens.core.cli import main
+from scopelens.core.record.demo import DEMO_DB, STAMP, data_dir
 
 
 def test_demo_no_ui_on_a_clean_home_builds_then_reuses(capsys):
@@ -36,7 +36,7 @@ def test_demo_without_no_ui_opens_the_inspector_on_the_demo_store(capsys, monkey
     source = Path(__file__).resolve().parents[2] / "sample_sessions" / "billing-cents-time"
     import shutil
 
-    import core.commands.inspect_commands as inspect_commands
+    import scopelens.core.commands.inspect_commands as inspect_commands
 
     shutil.copytree(source, samples / "billing-cents-time")
     monkeypatch.setenv("SCOPELENS_SAMPLES", str(samples))

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main
-from core.errors import InvalidInputError
-from core.record import FindingKind, Outcome, load_script, record_script, record_scripts
-from core.record.support import check_support, key_terms
-from core.store.store import Store
-from core.store.verify import verify_store
+from scopelens.core.cli import main
+from scopelens.core.errors import InvalidInputError
+from scopelens.core.record import FindingKind, Outcome, load_script, record_script, record_scripts
+from scopelens.core.record.support import check_support, key_terms
+from scopelens.core.store.store import Store
+from scopelens.core.store.verify import verify_store
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_sessions"
@@ -275,8 +275,8 @@ def test_an_unmet_expectation_fails_the_record_command(tmp_path, capsys):
 
 
 def test_the_script_doc_names_every_step_finding_and_outcome():
-    from core.record.findings import Outcome as Outcomes
-    from core.record.script import STEP_VERBS
+    from scopelens.core.record.findings import Outcome as Outcomes
+    from scopelens.core.record.script import STEP_VERBS
 
     text = (ROOT / "docs" / "session-scripts.md").read_text(encoding="utf-8")
     missing = [f"`{k.value}`" for k in FindingKind if f"`{k.value}`" not in text]

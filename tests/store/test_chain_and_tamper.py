@@ -7,11 +7,11 @@ import json
 import pytest
 from sqlalchemy import text
 
-from core.contracts import Event
-from core.hashing import canonical_json, sha256_hex
-from core.store.store import Store
-from core.store.verify import verify_session, verify_store
-from core.vocab import EventType
+from scopelens.core.contracts import Event
+from scopelens.core.hashing import canonical_json, sha256_hex
+from scopelens.core.store.store import Store
+from scopelens.core.store.verify import verify_session, verify_store
+from scopelens.core.vocab import EventType
 from tests.support.factories import make_snapshot
 from tests.support.tamper import tampering
 
@@ -166,7 +166,7 @@ def test_triggers_refuse_update_and_delete(populated):
     url, _ = populated
     from sqlalchemy import create_engine
 
-    from core.store.engine import normalise_url
+    from scopelens.core.store.engine import normalise_url
 
     with Store.open(url) as store:
         snapshot, block = make_snapshot("snap-t", "s-a")
@@ -238,8 +238,8 @@ def test_blob_tampering_is_named(store_url):
 def test_forged_candidate_rows_are_caught_where_they_are_shown(store_url):
     """The per-session verify stays cheap (chain and block); the read model checks the candidate
     rows of the snapshot it shows, and verify_store checks them all."""
-    from core.readmodel import ReadModel
-    from core.store.verify import verify_session
+    from scopelens.core.readmodel import ReadModel
+    from scopelens.core.store.verify import verify_session
 
     with Store.open(store_url, create=True) as store:
         session = store.create_session(project="p", session_id="s-1")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import multiprocessing
 
-from core.store.store import Store
-from core.store.verify import verify_store
-from core.vocab import EventType
+from scopelens.core.store.store import Store
+from scopelens.core.store.verify import verify_store
+from scopelens.core.vocab import EventType
 
 WRITERS = 4
 EVENTS_EACH = 200

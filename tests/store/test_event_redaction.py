@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from core.contracts import REDACTED_FIELDS, ModelRequestPayload
-from core.store.store import Store
-from core.store.verify import verify_store
-from core.vocab import EventType
+from scopelens.core.contracts import REDACTED_FIELDS, ModelRequestPayload
+from scopelens.core.store.store import Store
+from scopelens.core.store.verify import verify_store
+from scopelens.core.vocab import EventType
 
 AWS_KEY = "AKIA" + "Z7QX3VN5LP2KD8RT"
 GITHUB_TOKEN = "ghp_" + "9fK2mQ7xLp4Rt8Vw1Zy6Hb3Nc5Jd0SaEuGiO"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import inspect, text
 
-from core.store.migrations import MIGRATIONS
-from core.store.store import Store
-from core.store.tables import STORE_TABLES
+from scopelens.core.store.migrations import MIGRATIONS
+from scopelens.core.store.store import Store
+from scopelens.core.store.tables import STORE_TABLES
 
 EXPECTED_COLUMNS: dict[str, list[str]] = {
     "scopelens_meta": ["key", "value"],
@@ -73,7 +73,7 @@ def test_migrations_are_recorded_in_order_and_reopening_is_a_no_op(store_url):
 
 def test_postings_keep_their_rows_when_rekeyed_by_term(store_url, monkeypatch):
     """0006 rebuilds index_postings keyed by (term, run_id): rows written before it survive."""
-    import core.store.store as store_module
+    import scopelens.core.store.store as store_module
 
     names = [m.name for m in MIGRATIONS]
     before = names.index("0006_postings_by_term")

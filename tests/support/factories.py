@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from core.contracts import (
+from scopelens.core.contracts import (
     AuditSnapshot,
     BudgetRecord,
     CitationEntry,
@@ -19,8 +19,8 @@ from core.contracts import (
     SnapshotItem,
     SubQuery,
 )
-from core.hashing import sha256_hex, text_hash
-from core.vocab import Authority, EvidenceKind, Source, Stage, SubQueryIntent, Trust, Visibility
+from scopelens.core.hashing import sha256_hex, text_hash
+from scopelens.core.vocab import Authority, EvidenceKind, Source, Stage, SubQueryIntent, Trust, Visibility
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 

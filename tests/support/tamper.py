@@ -7,8 +7,8 @@ from contextlib import contextmanager
 
 from sqlalchemy import Connection, create_engine, text
 
-from core.store.engine import normalise_url
-from core.store.migrations import APPEND_ONLY_TABLES
+from scopelens.core.store.engine import normalise_url
+from scopelens.core.store.migrations import APPEND_ONLY_TABLES
 
 
 @contextmanager

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from core.clock import SequentialIds, SteppingClock
-from core.contracts import MemoryRecord
-from core.index.indexer import index_workspace
-from core.memory import import_memories
-from core.pipeline.policy import Policy
-from core.pipeline.retriever import Retriever
-from core.store.store import Store
+from scopelens.core.clock import SequentialIds, SteppingClock
+from scopelens.core.contracts import MemoryRecord
+from scopelens.core.index.indexer import index_workspace
+from scopelens.core.memory import import_memories
+from scopelens.core.pipeline.policy import Policy
+from scopelens.core.pipeline.retriever import Retriever
+from scopelens.core.store.store import Store
 
 T0 = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
 

@@ -18,7 +18,7 @@ from sqlmodel import select
 from scopelens.core.contracts import MemoryRecord, parse_input
 from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
 from scopelens.core.hashing import as_bytes, canonical_json, sha256_hex
-from scopelens.core.index.redact import redact
+from scopelens.core.redact import redact
 from scopelens.core.store.store import Store, _iso
 from scopelens.core.store.tables import MemoryRow
 from scopelens.core.vocab import MemoryStatus

@@ -19,9 +19,14 @@ from typing import Any, Generic, Literal, TypeVar
 from sqlalchemy import func, or_, tuple_
 from sqlmodel import select
 
-from scopelens.core.audit.drift import DriftReport, DriftRunSummary, compute_drift, list_drift_runs, load_drift_run
+# DriftReport, DriftRunSummary and WhyNotAnswer are frozen results the UI shows as they are: it
+# imports them from here (re-exported), never from the audit modules.
+from scopelens.core.audit.drift import DriftReport as DriftReport
+from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
+from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run
 from scopelens.core.clock import Clock, IdSource
-from scopelens.core.audit.whynot import QueryKind, WhyNotAnswer, why_not
+from scopelens.core.audit.whynot import QueryKind, why_not
+from scopelens.core.audit.whynot import WhyNotAnswer as WhyNotAnswer
 from scopelens.core.contracts import (
     AuditSnapshot,
     Pins,

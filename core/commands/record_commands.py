@@ -79,14 +79,14 @@ def _print_result(result: RecordResult) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from scopelens.core.record.demo import ensure_demo_store, open_inspector
+    from scopelens.core.commands import inspect_commands
+    from scopelens.core.record.demo import ensure_demo_store
 
     demo = ensure_demo_store(rebuild=args.rebuild)
     print_demo_summary(demo.path, demo.rebuilt, demo.reason, demo.stamp)
     if args.no_ui:
         return 0
-    open_inspector(demo.path)
-    return 0
+    return inspect_commands.open_inspector(str(demo.path))
 
 
 def print_demo_summary(path: Path, rebuilt: bool, reason: str, stamp: dict[str, Any]) -> None:

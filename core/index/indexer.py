@@ -42,7 +42,7 @@ from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import UnreadableFileError
 from scopelens.core.hashing import canonical_json
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
-from scopelens.core.index.redact import redact
+from scopelens.core.redact import redact
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize

@@ -176,11 +176,3 @@ def _config_hash() -> str:
     from scopelens.core.pipeline.retriever import engine_config
 
     return document_hash(engine_config())
-
-
-def open_inspector(db: Path) -> bool:
-    """Open the inspector on ``db`` (textual is imported only here, lazily)."""
-    from scopelens.core.commands.inspect_commands import open_inspector as run_inspector
-
-    run_inspector(str(db))
-    return True

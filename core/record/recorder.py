@@ -36,7 +36,7 @@ from scopelens.core.contracts import (
 from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
 from scopelens.core.hashing import text_hash
 from scopelens.core.index.indexer import index_workspace
-from scopelens.core.index.redact import redact, redact_values
+from scopelens.core.redact import redact, redact_values
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.memory import deprecate, import_memories, link_conflict, promote, read_jsonl
 from scopelens.core.pipeline.policy import Policy, find_policy, load_policy

@@ -46,7 +46,7 @@ from scopelens.core.errors import (
     UnknownIdError,
 )
 from scopelens.core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
-from scopelens.core.index.redact import redact, redact_values
+from scopelens.core.redact import redact, redact_values
 from scopelens.core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
 from scopelens.core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
 from scopelens.core.store.tables import (

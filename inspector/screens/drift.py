@@ -10,7 +10,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
-from scopelens.core.audit.drift import DriftReport, DriftRunSummary
+from scopelens.core.readmodel import DriftReport, DriftRunSummary
 from scopelens.core.vocab import DriftClass
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Header, Input, RadioButton, RadioSet, Static
 
-from scopelens.core.audit.whynot import WhyNotAnswer
+from scopelens.core.readmodel import WhyNotAnswer
 from scopelens.core.errors import ScopelensError
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems

@@ -9,7 +9,6 @@ from textual.markup import escape
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from scopelens.core.hashing import text_hash
 from scopelens.core.readmodel import ItemView
 
 
@@ -56,8 +55,7 @@ class EvidenceText(VerticalScroll):
             body.update("")
             body.border_title = None
             return
-        ok = text_hash(item.visible_text) == item.visible_text_hash
-        mark = "[$success]✓[/]" if ok else "[$error]✗ hash mismatch[/]"
+        mark = "[$success]✓[/]" if item.hash_ok else "[$error]✗ hash mismatch[/]"
         header_lines = [
             f"[b]{escape(item.citation_id)} [/b]· {escape(item.source_ref)} · {item.evidence_kind} · trust {item.trust} · "
             f"authority {item.authority}",

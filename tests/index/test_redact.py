@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from scopelens.core.hashing import text_hash
-from scopelens.core.index.redact import ENTROPY_THRESHOLD, Redacted, placeholder, redact, redact_values, shannon_entropy
+from scopelens.core.redact import ENTROPY_THRESHOLD, Redacted, placeholder, redact, redact_values, shannon_entropy
 from scopelens.core.vocab import RedactionKind as K
 
 ALNUM = string.ascii_letters + string.digits

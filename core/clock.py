@@ -14,6 +14,28 @@ from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
 
+def utc(dt: datetime) -> datetime:
+    """Return ``dt`` as an aware UTC datetime (naive values are taken to be UTC)."""
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def stored_time(dt: datetime) -> str:
+    """Fixed-width ISO-8601 UTC text with microseconds, so stored times sort as text."""
+    return utc(dt).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def parse_stored_time(value: str) -> datetime:
+    """The inverse of :func:`stored_time` (any ISO-8601 text; ``Z`` or an offset), as aware UTC."""
+    return utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+
+
+def when(moment: datetime) -> str:
+    """A moment in human-facing text (reasons, findings): ISO-8601 UTC to the second."""
+    return utc(moment).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 class Clock(Protocol):
     def now(self) -> datetime: ...
 

@@ -13,12 +13,13 @@ Every stored document and every ``--json`` output carries ``schema_version``.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from scopelens.core.clock import utc as utc  # contracts normalise their times with it
 from scopelens.core.errors import InvalidInputError, UnreadableFileError
 from scopelens.core.vocab import (
     AcceptedAuthority,
@@ -47,13 +48,6 @@ class Contract(BaseModel):
     """Base of every model: immutable, tolerant of unknown fields when reading stored data."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", use_enum_values=False)
-
-
-def utc(dt: datetime) -> datetime:
-    """Return ``dt`` as an aware UTC datetime (naive values are taken to be UTC)."""
-    if dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
 
 
 class UtcModel(Contract):
@@ -238,6 +232,12 @@ class ScoreBreakdown(Contract):
     actionability: float = 0.0
     diversity: float = 0.0
     final: float = 0.0
+
+
+SCORE_COLUMNS: tuple[str, ...] = tuple(ScoreBreakdown.model_fields)
+"""Every score a candidate row stores, in column order (migrations keep their own literals)."""
+SCORE_COMPONENTS: tuple[str, ...] = tuple(name for name in SCORE_COLUMNS if name != "final")
+"""The components ``final`` is weighted from."""
 
 
 class Redaction(Contract):

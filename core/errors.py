@@ -38,6 +38,10 @@ class StoreUnavailableError(ScopelensError):
     """A store URL that cannot be opened (no server, no permission, bad URL)."""
 
 
+class StoreNotWritableError(ScopelensError):
+    """A store this user or role may read but not write (a read-only file, directory or role)."""
+
+
 class PathEscapeError(ScopelensError):
     """A path that leaves the workspace root, or a symlink the walker refuses."""
 

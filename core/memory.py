@@ -15,11 +15,12 @@ from pathlib import Path
 from sqlalchemy import update
 from sqlmodel import select
 
+from scopelens.core.clock import stored_time
 from scopelens.core.contracts import MemoryRecord, parse_input
 from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
 from scopelens.core.hashing import as_bytes, canonical_json, sha256_hex
 from scopelens.core.redact import redact
-from scopelens.core.store.store import Store, _iso
+from scopelens.core.store.store import Store
 from scopelens.core.store.tables import MemoryRow
 from scopelens.core.vocab import MemoryStatus
 
@@ -45,7 +46,7 @@ def read_jsonl(path: Path) -> list[MemoryRecord]:
 def import_memories(store: Store, records: Iterable[MemoryRecord]) -> tuple[int, int]:
     """Insert or replace records (redacted at ingest); returns (imported, redactions)."""
     imported = redactions = 0
-    now = _iso(store.clock.now())
+    now = stored_time(store.clock.now())
     with store.write() as conn:
         for record in records:
             redacted = redact(record.content)
@@ -104,7 +105,7 @@ def _replace(store: Store, record: MemoryRecord) -> MemoryRecord:
             update(MemoryRow)
             .where(MemoryRow.id == record.id)
             .values(status=record.status.value, body=body, content_hash=sha256_hex(body),
-                    updated_at=_iso(store.clock.now()))
+                    updated_at=stored_time(store.clock.now()))
         )
     return record
 

@@ -28,6 +28,7 @@ from scopelens.core.clock import Clock, IdSource
 from scopelens.core.audit.whynot import QueryKind, why_not
 from scopelens.core.audit.whynot import WhyNotAnswer as WhyNotAnswer
 from scopelens.core.contracts import (
+    SCORE_COLUMNS,
     AuditSnapshot,
     Pins,
     RetrievalPlan,
@@ -35,7 +36,7 @@ from scopelens.core.contracts import (
     ScoreBreakdown,
     TrimRange,
 )
-from scopelens.core.errors import ScopelensError, UnknownIdError
+from scopelens.core.errors import ScopelensError, StoreNotWritableError, UnknownIdError
 from scopelens.core.hashing import sha256_hex, text_hash
 from scopelens.core.store.engine import display_url
 from scopelens.core.store.store import Store, event_summary, stored_time_or_none
@@ -167,6 +168,8 @@ class SnapshotView:
 
 
 SCORE_SORTS = ("final", "lexical", "anchor", "authority", "recency")
+SHOWN_SCORES = tuple(name for name in SCORE_COLUMNS if name != "semantic")
+"""The scores a candidate row shows: ``semantic`` stays 0 (the engine has no embedding model)."""
 """Candidate sorts by a score: a missing score sorts as -1 (below every real one)."""
 CANDIDATE_SORTS = ("ordinal", *SCORE_SORTS, "stage", "source_ref")
 
@@ -404,13 +407,15 @@ class ReadModel:
         return load_drift_run(self.store, run_id)
 
     def compute_drift(self, snapshot_id: str) -> tuple[DriftReport, bool]:
-        """Run drift now. Recorded when the store is writable; returns (report, recorded)."""
+        """Run drift now. Recorded when the store is writable; returns (report, recorded).
+
+        Only a store that refuses the write (a read-only file or role) falls back to an
+        unrecorded run; every other failure is raised as it is.
+        """
         try:
             with Store.open(self.url, clock=self.clock, ids=self.ids) as writable:
                 return compute_drift(writable, snapshot_id), True
-        except ScopelensError:
-            raise
-        except Exception:  # a read-only file or role: compute without recording
+        except StoreNotWritableError:
             return compute_drift(self.store, snapshot_id, clock=self.clock, record=False), False
 
     def why_not(self, snapshot_id: str, kind: QueryKind, value: str) -> WhyNotAnswer:
@@ -454,8 +459,7 @@ def _candidate_row(row: SnapshotCandidateRow) -> CandidateRow:
         from_probe=bool(row.from_probe),
         rank=row.rank,
         citation_id=row.citation_id,
-        scores={name: getattr(row, name) for name in ("lexical", "anchor", "authority", "recency", "scope",
-                                                       "actionability", "diversity", "final")},
+        scores={name: getattr(row, name) for name in SHOWN_SCORES},
     )
 
 

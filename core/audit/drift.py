@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from sqlmodel import select
 
 from scopelens.core import ENGINE_VERSION
-from scopelens.core.clock import Clock, SystemClock
+from scopelens.core.clock import Clock, SystemClock, stored_time
 from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, DriftItem, RejectedItem, SnapshotItem
 from scopelens.core.errors import UnknownIdError
 from scopelens.core.hashing import as_bytes, canonical_json, document_hash, sha256_hex
@@ -32,7 +32,7 @@ from scopelens.core.index.scorer import Scorer
 from scopelens.core.pipeline import rerank as rerank_module
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.retriever import bind_citations, current_pins, engine_config, run_pipeline
-from scopelens.core.store.store import Store, _iso
+from scopelens.core.store.store import Store
 from scopelens.core.store.tables import DriftRunRow
 from scopelens.core.vocab import DriftClass, Stage
 
@@ -191,7 +191,7 @@ def compute_drift(
         with store.write() as conn:
             conn.add(
                 DriftRunRow(
-                    id=report.id, snapshot_id=snapshot_id, created_at=_iso(now),
+                    id=report.id, snapshot_id=snapshot_id, created_at=stored_time(now),
                     index_version=report.index_version_now, engine_version=report.engine_now,
                     config_hash=document_hash(engine_config()), summary=report.summary(),
                     body=body, hash=sha256_hex(body),

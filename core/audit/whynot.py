@@ -28,6 +28,7 @@ from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import all_memory_versions
+from scopelens.core.pathmatch import normalise_prefix, under_prefix
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.vocab import EventType, Stage
@@ -61,8 +62,7 @@ class WhyNotAnswer(Contract):
 
 def _matches(kind: QueryKind, value: str, path: str | None, symbol: str | None, text: str | None) -> bool:
     if kind == "path":
-        wanted = value.strip("/")
-        return path is not None and (path == wanted or path.startswith(wanted + "/"))
+        return path is not None and under_prefix(path, value)
     if kind == "symbol":
         if symbol and (symbol == value or symbol.endswith("." + value) or value.endswith("." + symbol)):
             return True
@@ -158,7 +158,7 @@ def _index_chunks_for(store: Store, snapshot: AuditSnapshot, kind: QueryKind, va
         .where(or_(IndexDocumentRow.valid_to.is_(None), IndexDocumentRow.valid_to > moment))  # type: ignore[union-attr]
     )
     if kind == "path":
-        wanted = value.strip("/")
+        wanted = normalise_prefix(value)
         statement = statement.where(or_(IndexChunkRow.path == wanted, IndexChunkRow.path.startswith(wanted + "/")))  # type: ignore[attr-defined]
     elif kind == "symbol":
         statement = statement.where(or_(IndexChunkRow.symbol == value, IndexChunkRow.symbol.endswith("." + value),  # type: ignore[union-attr]

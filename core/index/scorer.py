@@ -50,6 +50,7 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from scopelens.core.index.timeutil import FOREVER
+from scopelens.core.pathmatch import normalise_prefix
 from scopelens.core.store.engine import SQLITE_BUSY_TIMEOUT_S, sqlite_path_of
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
@@ -173,10 +174,10 @@ def _scope_key(flt: RecallFilter) -> tuple[object, ...]:
 
 
 def _prefix_ranges(paths: list[str], prefixes: Sequence[str]) -> list[tuple[int, int]]:
-    """Index ranges of ``paths`` (sorted) equal to a prefix or inside it as a directory."""
+    """Index ranges of ``paths`` (sorted) that are under a prefix (:func:`pathmatch.under_prefix`)."""
     ranges: list[tuple[int, int]] = []
-    for prefix in prefixes:
-        prefix = prefix.strip("/")
+    for given in prefixes:
+        prefix = normalise_prefix(given)
         if not prefix:
             return [(0, len(paths))]
         exact_lo = bisect_left(paths, prefix)

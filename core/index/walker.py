@@ -11,6 +11,7 @@ git, nothing under it can be re-included.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 from dataclasses import dataclass, field
@@ -21,12 +22,14 @@ import pathspec
 
 from scopelens.core.errors import PathEscapeError, UnreadableFileError
 
-SkipReason = Literal["ignored", "binary", "too-large", "symlink", "outside-root", "unreadable"]
+SkipReason = Literal["ignored", "binary", "too-large", "symlink", "outside-root", "unreadable", "bad-ignore-pattern"]
 
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".scopelens"})
 BINARY_SNIFF_BYTES = 8192
 GIT_TIMEOUT_SECONDS = 10.0
 _Spec = getattr(pathspec, "GitIgnoreSpec", pathspec.PathSpec)
+BAD_PATTERN_ERRORS = (ValueError, re.error)
+"""What pathspec raises for a pattern it cannot compile (its own errors are ValueErrors)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class SkippedPath:
             "symlink": "refused symlink: {p} -> {d}",
             "outside-root": "refused path outside the workspace root: {p} -> {d}",
             "unreadable": "unreadable: {p} ({d})",
+            "bad-ignore-pattern": "dropped a bad ignore pattern at {p}: {d}",
         }[self.reason].format(p=self.rel_path, d=self.detail)
         return _one_line(text)
 
@@ -82,11 +86,11 @@ def walk_workspace(root: Path, *, max_bytes: int = 1_000_000) -> WalkResult:
     skipped: list[SkippedPath] = []
     ignored = 0
     # Ignore layers, most authoritative first: .scopelens/ignore, then the deepest .gitignore.
-    scopelens_spec = _load_spec(root / ".scopelens" / "ignore")
+    scopelens_spec = _load_spec(root / ".scopelens" / "ignore", ".scopelens/ignore", skipped)
     stack: list[tuple[str, Path, list[tuple[str, pathspec.PathSpec]]]] = [("", root, [])]
     while stack:
         rel_dir, abs_dir, layers = stack.pop()
-        gitignore = _load_spec(abs_dir / ".gitignore")
+        gitignore = _load_spec(abs_dir / ".gitignore", f"{rel_dir}.gitignore", skipped)
         if gitignore is not None:
             layers = [(rel_dir, gitignore), *layers]
         try:
@@ -212,28 +216,33 @@ def _ignored(
     return False
 
 
-def _load_spec(path: Path) -> pathspec.PathSpec | None:
-    """The patterns of an ignore file, or None when there is none; bad lines are dropped.
+def _load_spec(path: Path, rel_path: str, problems: list[SkippedPath]) -> pathspec.PathSpec | None:
+    """The patterns of an ignore file, or None when there is none.
 
-    An ignore file reached through a symlink is not read: it could point outside the root.
+    A line pathspec cannot compile is dropped and recorded in ``problems`` (as
+    ``FILE:LINE``), like git, which also skips a bad pattern and keeps the others. An ignore
+    file reached through a symlink is not read: it could point outside the root.
     """
     if path.parent.is_symlink() or path.is_symlink() or not path.is_file():
         return None
     try:
         lines = path.read_bytes().decode("utf-8", "replace").splitlines()
-    except OSError:
+    except OSError as exc:
+        problems.append(SkippedPath(rel_path, "unreadable", _os_error(exc)))
         return None
     try:
         return _Spec.from_lines(lines)
-    except Exception:  # pathspec raises its own error types for a bad pattern
-        good = []
-        for line in lines:
-            try:
-                _Spec.from_lines([line])
-            except Exception:
-                continue
-            good.append(line)
-        return _Spec.from_lines(good)
+    except BAD_PATTERN_ERRORS:
+        pass  # find the bad lines one by one
+    good = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            _Spec.from_lines([line])
+        except BAD_PATTERN_ERRORS as exc:
+            problems.append(SkippedPath(f"{rel_path}:{number}", "bad-ignore-pattern", f"{line!r} ({exc})"))
+            continue
+        good.append(line)
+    return _Spec.from_lines(good)
 
 
 def _link_target(path: str) -> str:

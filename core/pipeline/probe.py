@@ -15,12 +15,14 @@ from datetime import datetime
 
 from sqlmodel import select
 
+from scopelens.core.clock import when
 from scopelens.core.contracts import RejectedItem, RetrievalScope, SubQuery
 from scopelens.core.index.scorer import RecallFilter, Scorer
+from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import from_micros
 from scopelens.core.memory import all_memory_versions
+from scopelens.core.pathmatch import under_any
 from scopelens.core.pipeline.recall import WORKSPACE_SOURCES, TimeWindow, workspace_filter
-from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.vocab import Source, Stage
@@ -109,9 +111,7 @@ def _why_withheld(row: dict[str, object], scope: RetrievalScope, window: TimeWin
     if scope.workspace_root is not None and row["root"] != scope.workspace_root:
         return Stage.OUT_OF_SCOPE, f"workspace {row['root']} is outside the scope"
     path = str(row["path"])
-    if scope.path_prefixes and not any(
-        path == p.strip("/") or path.startswith(p.strip("/") + "/") for p in scope.path_prefixes
-    ):
+    if scope.path_prefixes and not under_any(path, scope.path_prefixes):
         return Stage.OUT_OF_SCOPE, f"path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
     source = Source(str(row["source"]))
     if source in WORKSPACE_SOURCES and not scope.admits_source(source):
@@ -120,13 +120,13 @@ def _why_withheld(row: dict[str, object], scope: RetrievalScope, window: TimeWin
     valid_to = None if row["valid_to"] is None else from_micros(int(row["valid_to"]))  # type: ignore[arg-type]
     as_of_given = scope.time_boundary.as_of is not None
     if valid_to is not None and (not as_of_given or valid_to <= window.as_of):
-        return Stage.STALE, f"version superseded at {_when(valid_to)}"
+        return Stage.STALE, f"version superseded at {when(valid_to)}"
     if valid_from > window.as_of:
-        return Stage.STALE, f"version indexed at {_when(valid_from)}, after as_of {_when(window.as_of)}"
+        return Stage.STALE, f"version indexed at {when(valid_from)}, after as_of {when(window.as_of)}"
     if window.include_after is not None and valid_from < window.include_after:
-        return Stage.STALE, f"captured {_when(valid_from)}, before include_after {_when(window.include_after)}"
+        return Stage.STALE, f"captured {when(valid_from)}, before include_after {when(window.include_after)}"
     if window.exclude_after is not None and valid_from > window.exclude_after:
-        return Stage.STALE, f"captured {_when(valid_from)}, after exclude_after {_when(window.exclude_after)}"
+        return Stage.STALE, f"captured {when(valid_from)}, after exclude_after {when(window.exclude_after)}"
     return None
 
 
@@ -167,7 +167,3 @@ def _item(candidate_id: str, row: dict[str, object], stage: Stage, reason: str) 
         reason=reason,
         from_probe=True,
     )
-
-
-def _when(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -15,6 +15,7 @@ from datetime import datetime
 from sqlmodel import select
 
 from scopelens.core.contracts import ArtifactRef, Candidate, RetrievalScope, ScoreBreakdown, SubQuery
+from scopelens.core.errors import IntegrityError, UnknownIdError
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import RecallFilter, Scorer
 from scopelens.core.index.small_bm25 import bm25_scores
@@ -118,7 +119,7 @@ class Recall:
         self.policy = policy
         self._events: dict[tuple[str, str | None], list[Event]] = {}
         """A project's events, read once per retrieval however many sub-queries want them."""
-        self._blobs: dict[str, str | None] = {}
+        self._blobs: dict[str, str] = {}
 
     def run(self, sub_queries: Sequence[SubQuery], scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
         merged: dict[str, Candidate] = {}
@@ -211,11 +212,13 @@ class Recall:
         if ref.blob not in self._blobs:
             try:
                 self._blobs[ref.blob] = self.store.get_blob(ref.blob).decode("utf-8", errors="replace")
-            except Exception:  # a missing blob is a verify problem, not a recall crash
-                self._blobs[ref.blob] = None
+            except UnknownIdError:
+                # Recalling around a hole would record a snapshot of a damaged store as if whole.
+                raise IntegrityError(
+                    f"artifact {ref.name!r} of session {event.session_id} event #{event.seq} is missing from the store "
+                    f"(blob {ref.blob[:12]}…): run `scopelens verify`"
+                ) from None
         text = self._blobs[ref.blob]
-        if text is None:
-            return []
         lines = text.splitlines()
         candidates = []
         for start in range(0, max(len(lines), 1), ARTIFACT_WINDOW_LINES):

@@ -30,12 +30,11 @@ from __future__ import annotations
 import posixpath
 from datetime import datetime
 
-from scopelens.core.contracts import Candidate, RetrievalIntent, ScoreBreakdown
+from scopelens.core.contracts import SCORE_COMPONENTS, Candidate, RetrievalIntent, ScoreBreakdown
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.pipeline.planner import extract_handles
 from scopelens.core.vocab import Authority, EvidenceKind, Purpose
 
-COMPONENTS = ("semantic", "lexical", "anchor", "authority", "recency", "scope", "actionability", "diversity")
 RELEVANCE = ("semantic", "lexical", "anchor", "scope")
 PRIORS = ("authority", "recency", "actionability", "diversity")
 
@@ -161,7 +160,7 @@ def rerank(candidates: list[Candidate], intent: RetrievalIntent, purpose: Purpos
 
 
 def _breakdown(parts: dict[str, float], weights: dict[str, float]) -> ScoreBreakdown:
-    rounded = {name: round(float(parts[name]), 6) for name in COMPONENTS}
+    rounded = {name: round(float(parts[name]), 6) for name in SCORE_COMPONENTS}
     relevance = max(rounded[name] for name in RELEVANCE)
     final = sum(weights[name] * rounded[name] for name in RELEVANCE)
     final += relevance * sum(weights[name] * rounded[name] for name in PRIORS)

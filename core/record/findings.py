@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from scopelens.core.contracts import AuditSnapshot, Contract, SnapshotItem
+from scopelens.core.clock import when
+from scopelens.core.contracts import SCORE_COMPONENTS, AuditSnapshot, Contract, SnapshotItem
 from scopelens.core.pipeline.recall import WORKSPACE_SOURCES
-from scopelens.core.pipeline.rerank import COMPONENTS, WEIGHTS
+from scopelens.core.pipeline.rerank import WEIGHTS
 from scopelens.core.record import facts
 from scopelens.core.store.store import Store
 from scopelens.core.vocab import DriftClass, EvidenceKind, FindingKind, MemoryStatus, Outcome, Source, Stage, Visibility
@@ -89,10 +89,6 @@ class FindingContext:
         )
 
 
-def _when(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def _short(text: str, width: int = 90) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -129,7 +125,7 @@ def _similarity(snapshot: AuditSnapshot, ctx: FindingContext) -> None:
             continue
         if item.source == Source.SESSION_EVENT and item.source_ref.startswith(f"{ctx.session_id}#"):
             continue  # the session's own conversation is the task itself, not a look-alike
-        contributions = {name: weights[name] * getattr(scores, name) for name in COMPONENTS}
+        contributions = {name: weights[name] * getattr(scores, name) for name in SCORE_COMPONENTS}
         best = max(contributions, key=lambda name: (contributions[name], name == "lexical"))
         if best != "lexical" or not scores.lexical:
             continue
@@ -185,9 +181,9 @@ def _time(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> None:
             tail = "; the current version was withheld as stale" if withheld else ""
             ctx.add(ctx.make(
                 FindingKind.TIME_POLLUTION, Outcome.OCCURRED, snapshot.turn,
-                f"shown as [{item.citation_id}] in a version superseded at {_when(superseded)}, before this "
-                f"retrieval at {_when(snapshot.created_at)}: the scope's as_of "
-                f"{_when(boundary.as_of) if boundary.as_of else '(unset)'} let the old text through{tail}",
+                f"shown as [{item.citation_id}] in a version superseded at {when(superseded)}, before this "
+                f"retrieval at {when(snapshot.created_at)}: the scope's as_of "
+                f"{when(boundary.as_of) if boundary.as_of else '(unset)'} let the old text through{tail}",
                 snapshot_id=snapshot.id, source_ref=item.source_ref, citation_id=item.citation_id,
                 stage=Stage.SELECTED,
             ))
@@ -197,8 +193,8 @@ def _time(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> None:
                 continue
             ctx.add(ctx.make(
                 FindingKind.TIME_POLLUTION, Outcome.OCCURRED, snapshot.turn,
-                f"memory valid until {_when(found[0].valid_until)} shown as [{item.citation_id}] at "
-                f"{_when(as_of)} (the scope allows stale memory)",
+                f"memory valid until {when(found[0].valid_until)} shown as [{item.citation_id}] at "
+                f"{when(as_of)} (the scope allows stale memory)",
                 snapshot_id=snapshot.id, source_ref=item.source_ref, citation_id=item.citation_id,
                 stage=Stage.SELECTED,
             ))

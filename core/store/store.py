@@ -17,24 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, func, inspect, text, update
-from sqlmodel import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import DBAPIError, IntegrityError as SAIntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import IntegrityError as SAIntegrityError
+from sqlmodel import Session, select
 
-from sqlmodel import Session
-
-from scopelens.core.clock import Clock, IdSource, RandomIds, SystemClock
+from scopelens.core.clock import Clock, IdSource, RandomIds, SystemClock, parse_stored_time, stored_time
 from scopelens.core.contracts import (
     EVENT_PAYLOADS,
     REDACTED_FIELDS,
+    SCORE_COLUMNS,
     AuditSnapshot,
     Contract,
     Event,
     SessionHeader,
     SessionStartedPayload,
     SnapshotCreatedPayload,
-    utc,
 )
 from scopelens.core.errors import (
     ImmutableRecordError,
@@ -42,6 +41,7 @@ from scopelens.core.errors import (
     NewerSchemaError,
     NotAScopelensStoreError,
     ScopelensError,
+    StoreNotWritableError,
     StoreUnavailableError,
     UnknownIdError,
 )
@@ -91,19 +91,10 @@ class StoredSnapshot:
     body: bytes
 
 
-def _iso(dt: datetime) -> str:
-    """Fixed-width ISO-8601 UTC text, so stored times sort as text."""
-    return utc(dt).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _parse_iso(value: str) -> datetime:
-    return utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
-
-
 def stored_time_or_none(value: object) -> datetime | None:
     """A stored ISO-8601 time as aware UTC, or None when it is not one (a damaged row)."""
     try:
-        return _parse_iso(str(value))
+        return parse_stored_time(str(value))
     except ValueError:
         return None
 
@@ -228,7 +219,7 @@ class Store:
                     conn.execute(StoreHeadRow.__table__.insert().values(id=1, store_seq=0, head_hash=ZERO_HASH))
                 conn.execute(
                     MigrationRow.__table__.insert().values(
-                        ordinal=ordinal, name=migration.name, applied_at=_iso(self.clock.now())
+                        ordinal=ordinal, name=migration.name, applied_at=stored_time(self.clock.now())
                     )
                 )
             conn.execute(
@@ -242,11 +233,18 @@ class Store:
         """A transaction holding the write lock from its start; commits on success."""
         if self.read_only:
             raise ImmutableRecordError("this store was opened read-only")
-        with self.engine.connect().execution_options(write=True) as conn:
-            with conn.begin():
-                with Session(bind=conn) as session:
-                    yield session
-                    session.flush()  # objects added with session.add() are written before commit
+        try:
+            with self.engine.connect().execution_options(write=True) as conn:
+                with conn.begin():
+                    with Session(bind=conn) as session:
+                        yield session
+                        session.flush()  # objects added with session.add() are written before commit
+        except DBAPIError as exc:
+            if _denies_writing(exc):
+                raise StoreNotWritableError(
+                    f"cannot write to store {display_url(self.url)}: {_first_line(exc)}"
+                ) from None
+            raise
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -298,7 +296,7 @@ class Store:
                         workspace_root=header.workspace_root,
                         title=header.title,
                         agent=header.agent,
-                        created_at=_iso(header.created_at),
+                        created_at=stored_time(header.created_at),
                     )
                 )
             except SAIntegrityError:
@@ -310,7 +308,7 @@ class Store:
                     head_hash=ZERO_HASH,
                     last_turn=0,
                     snapshot_count=0,
-                    updated_at=_iso(header.created_at),
+                    updated_at=stored_time(header.created_at),
                 )
             )
             self._append_in(
@@ -386,7 +384,7 @@ class Store:
                 store_seq=event.store_seq,
                 turn=event.turn,
                 type=event.type.value,
-                created_at=_iso(event.created_at),
+                created_at=stored_time(event.created_at),
                 body=body,
                 hash=event_hash,
             )
@@ -400,7 +398,7 @@ class Store:
                 last_turn=max(head.last_turn, turn),
                 snapshot_count=head.snapshot_count
                 + (1 if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED else 0),
-                updated_at=_iso(event.created_at),
+                updated_at=stored_time(event.created_at),
             )
         )
         conn.execute(
@@ -457,7 +455,7 @@ class Store:
                         id=snapshot.id,
                         session_id=snapshot.session_id,
                         turn=snapshot.turn,
-                        created_at=_iso(snapshot.created_at),
+                        created_at=stored_time(snapshot.created_at),
                         body=body,
                         hash=content_hash,
                     )
@@ -515,7 +513,7 @@ class Store:
                 turns=head.last_turn,
                 snapshots=head.snapshot_count,
                 head_hash=head.head_hash,
-                updated_at=_parse_iso(head.updated_at),
+                updated_at=parse_stored_time(head.updated_at),
             )
             for session, head in rows
         ]
@@ -586,9 +584,6 @@ def _row(
     }
 
 
-SCORE_COLUMNS = ("semantic", "lexical", "anchor", "authority", "recency", "scope", "actionability", "diversity", "final")
-
-
 def _header(row: SessionRow) -> SessionHeader:
     return SessionHeader(
         id=row.id,
@@ -597,7 +592,7 @@ def _header(row: SessionRow) -> SessionHeader:
         workspace_root=row.workspace_root,
         title=row.title,
         agent=row.agent,
-        created_at=_parse_iso(row.created_at),
+        created_at=parse_stored_time(row.created_at),
     )
 
 
@@ -630,6 +625,19 @@ def _check_sqlite_file(path: Path, *, create: bool) -> None:
         raise StoreUnavailableError(f"cannot read store {path}: {exc.strerror}") from None
     if magic and magic != SQLITE_MAGIC:
         raise NotAScopelensStoreError(f"{path} is not a SQLite database (not a scopelens store)")
+
+
+_READ_ONLY_SQLSTATES = frozenset({"25006", "42501"})
+"""PostgreSQL: read_only_sql_transaction, insufficient_privilege."""
+
+
+def _denies_writing(exc: DBAPIError) -> bool:
+    """Whether the database refused a write for lack of permission (not for a bad statement)."""
+    original = exc.orig
+    sqlite_name = getattr(original, "sqlite_errorname", "")
+    if sqlite_name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")):
+        return True
+    return getattr(original, "sqlstate", None) in _READ_ONLY_SQLSTATES
 
 
 def _first_line(exc: BaseException) -> str:

@@ -115,11 +115,12 @@ def _gate(
 ) -> tuple[Stage, str] | None:
     if not scope.admits_source(candidate.source):
         return Stage.DENIED_SOURCE, f"source {candidate.source.value} is not allowed in this scope"
-    rule = policy.rule_for(candidate.path)
-    if rule is not None and rule.requires_grant and rule.requires_grant not in scope.permission_context.grants:
-        return Stage.DENIED_SOURCE, f"{rule.glob} requires grant {rule.requires_grant!r}"
+    rules = policy.rules_for(candidate.path)
+    missing = rules.missing_grants(scope.permission_context.grants)
+    if missing:
+        return Stage.DENIED_SOURCE, "; ".join(f"{glob} requires grant {grant!r}" for grant, glob in missing)
     if candidate.visibility == Visibility.RUNTIME_ONLY:
-        glob = rule.glob if rule else "policy"
+        glob = rules.visibility_glob or "policy"
         return Stage.NOT_VISIBLE, f"runtime-only by policy ({glob}): recorded for audit, never shown to the model"
     status = candidate.memory_status
     if status == MemoryStatus.CANDIDATE:

@@ -31,6 +31,8 @@ Example::
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -42,6 +44,11 @@ from scopelens.core.hashing import document_hash
 from scopelens.core.vocab import Source, Trust, Visibility
 
 POLICY_PATH = Path(".scopelens") / "policy.toml"
+
+VISIBILITY_ORDER: tuple[Visibility, ...] = (
+    Visibility.RAW, Visibility.REDACTED, Visibility.SUMMARY_ONLY, Visibility.RUNTIME_ONLY
+)
+"""Least to most restrictive: combined rules take the latest in this order."""
 
 
 class VisibilityRule(Contract):
@@ -60,6 +67,27 @@ class MemoryRules(Contract):
     """How many candidate (unverified) memories the audit records as withheld per query."""
 
 
+@dataclass(frozen=True)
+class PathRules:
+    """The visibility rules that match one path, and what they mean together."""
+
+    matching: tuple[VisibilityRule, ...] = ()
+
+    @property
+    def visibility(self) -> Visibility:
+        return max((r.visibility for r in self.matching), key=VISIBILITY_ORDER.index, default=Visibility.RAW)
+
+    @property
+    def visibility_glob(self) -> str | None:
+        """The glob of the (first) rule that set the combined visibility."""
+        return next((r.glob for r in self.matching if r.visibility == self.visibility), None)
+
+    def missing_grants(self, grants: Iterable[str]) -> tuple[tuple[str, str], ...]:
+        """``(grant, glob)`` for every required grant not in ``grants``, in rule order."""
+        held = set(grants)
+        return tuple((r.requires_grant, r.glob) for r in self.matching if r.requires_grant and r.requires_grant not in held)
+
+
 class Policy(Contract):
     """A project's policy. Every field narrows what a retrieval may show."""
 
@@ -76,14 +104,14 @@ class Policy(Contract):
     def policy_hash(self) -> str:
         return document_hash(self)
 
-    def rule_for(self, path: str | None) -> VisibilityRule | None:
-        """The first visibility rule whose glob matches ``path``."""
-        if path is None:
-            return None
-        for rule in self.visibility:
-            if fnmatchcase(path, rule.glob):
-                return rule
-        return None
+    def rules_for(self, path: str | None) -> PathRules:
+        """Every visibility rule whose glob matches ``path``, combined: the most restrictive wins.
+
+        All required grants apply, and the visibility is the most restrictive of the matching
+        rules, whatever their order in the file: a rule can only narrow (docs/scope.md).
+        """
+        matching = () if path is None else tuple(r for r in self.visibility if fnmatchcase(path, r.glob))
+        return PathRules(matching)
 
     def trust_for(self, path: str | None, default: Trust) -> Trust:
         if path is not None and any(fnmatchcase(path, glob) for glob in self.instruction_files):

@@ -85,7 +85,6 @@ def workspace_filter(scope: RetrievalScope, sources: frozenset[Source], window: 
 
 
 def chunk_candidate(chunk: ChunkRecord, score: float, sub_query: SubQuery, policy: Policy, as_of: datetime) -> Candidate:
-    rule = policy.rule_for(chunk.path)
     default_trust = Trust.UNTRUSTED_OBSERVATION if chunk.evidence_kind == EvidenceKind.TEST_LOG else Trust.EVIDENCE
     return Candidate(
         id=f"chunk:{chunk.chunk_id}",
@@ -102,7 +101,7 @@ def chunk_candidate(chunk: ChunkRecord, score: float, sub_query: SubQuery, polic
         valid_as_of=as_of,
         text=chunk.text,
         evidence_kind=chunk.evidence_kind,
-        visibility=rule.visibility if rule else Visibility.RAW,
+        visibility=policy.rules_for(chunk.path).visibility,
         trust=policy.trust_for(chunk.path, default_trust),
         authority=SOURCE_AUTHORITY[chunk.source],
         scores=ScoreBreakdown(lexical=score),

@@ -21,8 +21,11 @@ from typing import Literal
 import pathspec
 
 from scopelens.core.errors import PathEscapeError, UnreadableFileError
+from scopelens.core.textsafety import escape_controls, unsafe_name
 
-SkipReason = Literal["ignored", "binary", "too-large", "symlink", "outside-root", "unreadable", "bad-ignore-pattern"]
+SkipReason = Literal[
+    "ignored", "binary", "too-large", "symlink", "outside-root", "unreadable", "bad-ignore-pattern", "unsafe-name"
+]
 
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".scopelens"})
 BINARY_SNIFF_BYTES = 8192
@@ -61,8 +64,9 @@ class SkippedPath:
             "outside-root": "refused path outside the workspace root: {p} -> {d}",
             "unreadable": "unreadable: {p} ({d})",
             "bad-ignore-pattern": "dropped a bad ignore pattern at {p}: {d}",
+            "unsafe-name": "refused a name that {d}: {p}",
         }[self.reason].format(p=self.rel_path, d=self.detail)
-        return _one_line(text)
+        return escape_controls(text)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,10 @@ def walk_workspace(root: Path, *, max_bytes: int = 1_000_000) -> WalkResult:
         subdirs = []
         for entry in entries:
             rel = f"{rel_dir}{entry.name}"
+            problem = unsafe_name(entry.name)
+            if problem is not None:  # never read, and never entered: its name could forge text
+                skipped.append(SkippedPath(escape_controls(rel), "unsafe-name", problem))
+                continue
             try:
                 is_link = entry.is_symlink()
                 is_dir = not is_link and entry.is_dir(follow_symlinks=False)
@@ -133,17 +141,17 @@ def resolve_inside(root: Path, rel: str) -> Path:
     """Resolve a user-supplied path against ``root``; raise PathEscapeError if it leaves it."""
     root = Path(root).resolve()
     if "\x00" in rel:
-        raise PathEscapeError(_one_line(f"invalid path (NUL byte): {rel!r}"))
+        raise PathEscapeError(escape_controls(f"invalid path (NUL byte): {rel!r}"))
     lexical = Path(os.path.normpath(root / rel))
     if lexical != root and not lexical.is_relative_to(root):
         where = "is outside" if Path(rel).is_absolute() else "escapes"
-        raise PathEscapeError(_one_line(f"path {where} the workspace root {root}: {rel}"))
+        raise PathEscapeError(escape_controls(f"path {where} the workspace root {root}: {rel}"))
     # Resolve the path as given, not the normalised one: the OS applies "link/.." after
     # following the link.
     resolved = (root / rel).resolve()
     if resolved != root and not resolved.is_relative_to(root):
         raise PathEscapeError(
-            _one_line(f"path goes through a symlink out of the workspace root: {rel} -> {resolved}")
+            escape_controls(f"path goes through a symlink out of the workspace root: {rel} -> {resolved}")
         )
     return resolved
 
@@ -255,6 +263,3 @@ def _link_target(path: str) -> str:
 def _os_error(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
-
-def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from scopelens.core.contracts import SnapshotItem
+from scopelens.core.textsafety import escape_controls
 from scopelens.core.vocab import EvidenceKind
 
 CITATION_LIKE = re.compile(r"\[(" + "|".join(re.escape(k.value) for k in EvidenceKind) + r")#(\d+)\]", re.IGNORECASE)
@@ -27,12 +28,19 @@ def escape_evidence(text: str, nonce: str) -> str:
     return CITATION_LIKE.sub(lambda m: f"[{m.group(1)}\\#{m.group(2)}]", text)
 
 
-def item_header(item: SnapshotItem) -> str:
-    where = item.source_ref
-    label = f" · {item.label}" if item.label else ""
+def escape_header_field(text: str, nonce: str) -> str:
+    """A header field outside the fence: one line, no fence, nonce or citation-like id in it."""
+    return escape_evidence(escape_controls(text), nonce)
+
+
+def item_header(item: SnapshotItem, nonce: str) -> str:
+    """The line above an item's fence. Paths, ids and labels can come from file names and
+    imported records, so every free field is escaped: a name cannot start a line of its own."""
+    where = escape_header_field(item.source_ref, nonce)
+    label = f" · {escape_header_field(item.label, nonce)}" if item.label else ""
     return (
-        f"[{item.citation_id}] {where} · {item.evidence_kind.value} · authority {item.authority.value} · "
-        f"trust {item.trust.value}{label}"
+        f"[{escape_header_field(item.citation_id, nonce)}] {where} · {item.evidence_kind.value} · "
+        f"authority {item.authority.value} · trust {item.trust.value}{label}"
     )
 
 
@@ -52,7 +60,7 @@ def render_block(
     if not items:
         lines += ["No evidence was found in scope.", ""]
     for item in items:
-        lines.append(item_header(item))
+        lines.append(item_header(item, nonce))
         lines.append(f"<<<evidence {nonce} {item.citation_id}>>>")
         lines.append(escape_evidence(item.visible_text, nonce))
         lines.append(f"<<<end {nonce} {item.citation_id}>>>")

@@ -493,17 +493,6 @@ EVENT_PAYLOADS: dict[EventType, type[Contract]] = {
 }
 """The payload model of each event type; payloads are validated against it on append."""
 
-REDACTED_FIELDS: dict[EventType, tuple[str, ...]] = {
-    EventType.SESSION_STARTED: ("title",),
-    EventType.USER_MESSAGE: ("text",),
-    EventType.MODEL_RESPONSE: ("text",),
-    EventType.TOOL_STARTED: ("arguments",),
-    EventType.TOOL_FINISHED: ("output_preview",),
-}
-"""Free-text payload fields, where a pasted token or a tool's output can carry a secret. The
-store redacts them on every append, whoever appends (recorder, importer or API caller); ids,
-hashes and counts are never touched, so redaction cannot break the chain's references."""
-
 
 class Event(UtcModel):
     """One link of a session's chain, exactly as stored (its hash is over these bytes)."""

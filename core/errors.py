@@ -26,6 +26,14 @@ class InvalidInputError(ScopelensError):
     """An input document (intent, scope, policy, script) that fails validation."""
 
 
+class SecretRefusedError(InvalidInputError):
+    """A document that still holds a detectable secret, handed to the store unredacted.
+
+    Text is redacted where it enters (the retriever, the CLI's parsers, the recorder, the
+    importers); the store refuses what slipped past rather than rewriting it silently.
+    """
+
+
 class NotAScopelensStoreError(ScopelensError):
     """A database that exists but was not made by scopelens, or is corrupted."""
 

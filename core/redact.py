@@ -39,8 +39,6 @@ changes nothing. Text outside the recorded ranges is never changed.
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
 import re
 import string
@@ -48,8 +46,9 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from scopelens.core.contracts import Redaction
+from scopelens.core.contracts import Contract, Redaction
 from scopelens.core.hashing import text_hash
 from scopelens.core.vocab import RedactionKind as K
 
@@ -102,6 +101,28 @@ def redact_values(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact_values(item) for item in value]
     return value
+
+
+ContractT = TypeVar("ContractT", bound=Contract)
+
+
+def redact_document(document: ContractT) -> ContractT:
+    """``document`` with every string field, at any depth, redacted (intake of intents and the
+    like: whatever derives from it, a title, a plan's terms, a block, then holds no secret)."""
+    dumped = document.model_dump(mode="json")
+    redacted = redact_values(dumped)
+    return document if redacted == dumped else type(document).model_validate(redacted)
+
+
+def secrets_in(value: Any, where: str = "") -> list[tuple[str, K]]:
+    """``(field path, kind)`` of every detectable secret in a JSON-like ``value``; never the secret."""
+    if isinstance(value, str):
+        return [(where or "text", kind) for _start, _end, kind in _detect(value)]
+    if isinstance(value, dict):
+        return [hit for key, item in value.items() for hit in secrets_in(item, f"{where}.{key}" if where else str(key))]
+    if isinstance(value, (list, tuple)):
+        return [hit for index, item in enumerate(value) for hit in secrets_in(item, f"{where}[{index}]")]
+    return []
 
 
 def redact(text: str) -> Redacted:

@@ -48,6 +48,7 @@ from scopelens.core.pipeline.recall import Recall, time_window
 from scopelens.core.pipeline.rerank import anchor_handles, rerank
 from scopelens.core.pipeline.scope import resolve_scope
 from scopelens.core.pipeline.trim import fit_to_budget
+from scopelens.core.redact import redact_document
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexRunRow, SessionHeadRow
 from scopelens.core.vocab import EvidenceKind, Stage
@@ -208,6 +209,9 @@ class Retriever:
         project = project or (scope.project if scope else None)
         if project is None:
             raise ValueError("retrieve needs a project (or a scope that names one)")
+        # Redacted on intake, before anything derives from it: the title, the plan's terms, the
+        # snapshot and the block all see the redacted text (and a title is cut after, not before).
+        intent = redact_document(intent)
         branch = scope.branch if scope else None
         if session_id is None:
             session_id = self.store.create_session(

@@ -203,8 +203,8 @@ class _Recorder:
             project=self.script.project,
             branch=self.script.branch,
             workspace_root=f"script:{self.loaded.scenario}",
-            title=self.script.title or self.loaded.scenario,
-            agent=self.script.agent,
+            title=redact(self.script.title or self.loaded.scenario).text,
+            agent=redact(self.script.agent).text,
             session_id=self.ids.new_id("s"),
             created_at=self.clock.now(),
         )

@@ -26,7 +26,6 @@ from sqlmodel import Session, select
 from scopelens.core.clock import Clock, IdSource, RandomIds, SystemClock, parse_stored_time, stored_time
 from scopelens.core.contracts import (
     EVENT_PAYLOADS,
-    REDACTED_FIELDS,
     SCORE_COLUMNS,
     AuditSnapshot,
     Contract,
@@ -41,12 +40,13 @@ from scopelens.core.errors import (
     NewerSchemaError,
     NotAScopelensStoreError,
     ScopelensError,
+    SecretRefusedError,
     StoreNotWritableError,
     StoreUnavailableError,
     UnknownIdError,
 )
 from scopelens.core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
-from scopelens.core.redact import redact, redact_values
+from scopelens.core.redact import secrets_in
 from scopelens.core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
 from scopelens.core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
 from scopelens.core.store.tables import (
@@ -274,8 +274,7 @@ class Store:
         session_id: str | None = None,
         created_at: datetime | None = None,
     ) -> SessionHeader:
-        """Create a session and append its ``session.started`` event."""
-        title = redact(title).text  # as the session.started event will store it
+        """Create a session and append its ``session.started`` event (fields already redacted)."""
         header = SessionHeader(
             id=session_id or self.ids.new_id("s"),
             project=project,
@@ -285,6 +284,7 @@ class Store:
             agent=agent,
             created_at=created_at or self.clock.now(),
         )
+        refuse_secrets(f"session {header.id}", header.model_dump(mode="json"))
         with self.write() as conn:
             self._lock_store_head(conn)
             try:
@@ -358,7 +358,7 @@ class Store:
             )
         except Exception as exc:  # pydantic.ValidationError
             raise InvalidInputError(f"{event_type} payload: {_first_line(exc)}") from None
-        checked = _redacted(EventType(event_type), checked)
+        refuse_secrets(f"{event_type} payload", checked.model_dump(mode="json"))
         head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()
         if head is None:
             raise UnknownIdError(f"no session {session_id!r} in this store")
@@ -411,7 +411,9 @@ class Store:
     # ------------------------------------------------------------------ blobs
 
     def put_blob(self, data: bytes) -> str:
-        """Store bytes once, addressed by their SHA-256; returns the hash."""
+        """Store bytes once, addressed by their SHA-256; returns the hash. Text with a detectable
+        secret is refused (an artifact is redacted where it is captured)."""
+        refuse_secrets("blob", data.decode("utf-8", errors="replace"))
         with self.write() as conn:
             return self._put_blob_in(conn, data)
 
@@ -442,6 +444,8 @@ class Store:
         for item in snapshot.selected:
             if text_hash(item.visible_text) != item.visible_text_hash:
                 raise InvalidInputError(f"snapshot {snapshot.id}: item {item.item_id} visible_text_hash is wrong")
+        refuse_secrets(f"snapshot {snapshot.id}", snapshot.model_dump(mode="json"))
+        refuse_secrets(f"snapshot {snapshot.id} context block", context_block)
         body = canonical_json(snapshot)
         content_hash = sha256_hex(body)
         with self.write() as conn:
@@ -665,9 +669,16 @@ def event_summary(event: Event) -> str:
             return json.dumps(payload, ensure_ascii=False)[:100]
 
 
-def _redacted(event_type: EventType, payload: Contract) -> Contract:
-    """``payload`` with secrets replaced in its free-text fields (``REDACTED_FIELDS``)."""
-    fields = REDACTED_FIELDS.get(event_type, ())
-    if not fields:
-        return payload
-    return payload.model_copy(update={name: redact_values(getattr(payload, name)) for name in fields})
+def refuse_secrets(what: str, value: Any) -> None:
+    """Raise :class:`SecretRefusedError` if ``value`` (JSON-like) holds a detectable secret.
+
+    The message names the field and the kind of secret, never the secret.
+    """
+    found = secrets_in(value)
+    if found:
+        where = ", ".join(f"{path} ({kind.value})" for path, kind in found[:3])
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        raise SecretRefusedError(
+            f"refused {what}: it holds a detectable secret at {where}{more}; redact text where it "
+            f"enters (scopelens.core.redact.redact / redact_values) before storing it"
+        )

@@ -53,8 +53,11 @@ from scopelens.core.index.scorer import RecallFilter, Scorer
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.tokenizer import unique_terms
 from scopelens.core.index.walker import walk_workspace
+from scopelens.core.redact import RedactionKey
 from scopelens.core.store.store import Store
 
+BENCH_KEY = RedactionKey(bytes(32))
+"""Preparation outside a store still hashes redaction records under some key."""
 PROJECT = "bench"
 SEED = 20260301
 TOP_K = 10
@@ -137,7 +140,7 @@ def prepare_corpus(root: Path) -> Corpus:
     with gc_paused():  # as index_workspace does
         walked = walk_workspace(root)
         documents = [
-            prepare_document(entry.rel_path, entry.abs_path.read_bytes(), classifier=classifier, replaces=None)
+            prepare_document(entry.rel_path, entry.abs_path.read_bytes(), classifier=classifier, replaces=None, key=BENCH_KEY)
             for entry in walked.files
         ]
     seconds = time.perf_counter() - start

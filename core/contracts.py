@@ -247,8 +247,16 @@ class Redaction(Contract):
     start: int = Field(ge=0)
     end: int = Field(ge=0)
     original_hash: str
-    """SHA-256 of the secret itself, so a leak can be matched without storing it."""
+    """A hash of the secret, so a suspected leak can be matched without storing it: an HMAC
+    under the store's redaction key (``hash_kind`` hmac-sha256), or empty when no key was given.
+    Records written before 0.1.0's security review hold a plain SHA-256 (``hash_kind`` sha256)."""
     placeholder: str
+    hash_kind: Literal["sha256", "hmac-sha256", "none"] = "sha256"
+    key_id: str | None = None
+    """Which redaction key made ``original_hash`` (a fingerprint of the key, not the key)."""
+    line: int | None = Field(default=None, ge=1)
+    """The 1-based line the secret starts on; the same in the original and the redacted text,
+    since a replacement keeps the secret's line breaks. None in records written before."""
 
 
 class TrimRange(Contract):

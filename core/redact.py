@@ -1,8 +1,10 @@
 """Replace secrets in text at ingest, recording what was replaced and where.
 
-``redact(text)`` returns the text with each secret replaced by ``[REDACTED:<kind>]`` and one
-:class:`~core.contracts.Redaction` per secret: its kind, its half-open code-point range in the
-*original* text and the SHA-256 of the secret (so a leak can be matched without storing it).
+``redact(text, key)`` returns the text with each secret replaced by ``[REDACTED:<kind>]`` and
+one :class:`~scopelens.core.contracts.Redaction` per secret: its kind, its half-open code-point
+range in the *original* text, its line, and an HMAC of the secret under the store's redaction
+key (so a suspected leak can be matched by whoever holds the key, and a weak password cannot be
+found by trying a dictionary against the store).
 
 Formats recognised (``RedactionKind`` in brackets):
 
@@ -39,17 +41,18 @@ changes nothing. Text outside the recorded ranges is never changed.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import re
 import string
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from scopelens.core.contracts import Contract, Redaction
-from scopelens.core.hashing import text_hash
 from scopelens.core.vocab import RedactionKind as K
 
 ENTROPY_THRESHOLD = 3.0
@@ -125,8 +128,31 @@ def secrets_in(value: Any, where: str = "") -> list[tuple[str, K]]:
     return []
 
 
-def redact(text: str) -> Redacted:
-    """Replace every secret in ``text``; ranges in the result refer to ``text``."""
+@dataclass(frozen=True)
+class RedactionKey:
+    """The secret that keys the hashes of redaction records (never stored in the store).
+
+    A plain SHA-256 of a weak password can be reversed by trying a dictionary; an HMAC under a
+    key kept outside the store cannot, while whoever holds the key can still check whether a
+    suspected leak was the redacted value.
+    """
+
+    secret: bytes = field(repr=False)
+
+    @property
+    def key_id(self) -> str:
+        return hashlib.sha256(b"scopelens redaction key id\0" + self.secret).hexdigest()[:16]
+
+    def digest(self, value: str) -> str:
+        return hmac.new(self.secret, value.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def redact(text: str, key: RedactionKey | None = None) -> Redacted:
+    """Replace every secret in ``text``; ranges in the result refer to ``text``.
+
+    With ``key``, each record keeps an HMAC of its secret; without, no hash at all (callers
+    that keep the records, such as the indexer, always pass the store's key).
+    """
     spans = _detect(text)
     redacted = _apply(text, spans)
     while spans:
@@ -145,8 +171,11 @@ def redact(text: str) -> Redacted:
                 kind=kind,
                 start=start,
                 end=end,
-                original_hash=text_hash(text[start:end]),
+                original_hash=key.digest(text[start:end]) if key else "",
+                hash_kind="hmac-sha256" if key else "none",
+                key_id=key.key_id if key else None,
                 placeholder=replacement(kind, text[start:end]),
+                line=text.count("\n", 0, start) + 1,
             )
             for start, end, kind in spans
         ),

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlmodel import select
 
+from scopelens.core.contracts import Redaction
+from scopelens.core.hashing import as_bytes
 from scopelens.core.index.chunker import language_of
 from scopelens.core.index.sources import evidence_kind_of
 from scopelens.core.index.timeutil import from_micros
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.vocab import EvidenceKind, Source
-
-from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -37,10 +39,21 @@ class ChunkRecord:
     valid_from: datetime
     valid_to: datetime | None
     run_id: int
+    redactions: tuple[Redaction, ...] = ()
+    """The document's redactions that start on this chunk's lines (records written before
+    redactions carried a line are not placed, so they are not listed)."""
 
     @property
     def source_ref(self) -> str:
         return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+def _redactions_within(stored: bytes | str | None, first: int, last: int) -> tuple[Redaction, ...]:
+    raw = as_bytes(stored) if stored else b"[]"
+    if raw == b"[]":
+        return ()  # the common case: nothing to parse
+    records = (Redaction.model_validate(r) for r in json.loads(raw))
+    return tuple(r for r in records if r.line is not None and first <= r.line <= last)
 
 
 def fetch_chunks(store: Store, chunk_ids: Iterable[int]) -> dict[int, ChunkRecord]:
@@ -75,5 +88,6 @@ def fetch_chunks(store: Store, chunk_ids: Iterable[int]) -> dict[int, ChunkRecor
                     valid_from=from_micros(document.valid_from),
                     valid_to=None if document.valid_to is None else from_micros(document.valid_to),
                     run_id=chunk.run_id,
+                    redactions=_redactions_within(document.redactions, chunk.start_line, chunk.end_line),
                 )
     return found

@@ -42,7 +42,7 @@ from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import UnreadableFileError
 from scopelens.core.hashing import canonical_json
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
-from scopelens.core.redact import redact
+from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
@@ -112,12 +112,12 @@ def chunk_tokens(chunk: Chunk) -> list[str]:
 
 
 def prepare_document(
-    path: str, data: bytes, *, classifier: SourceClassifier, replaces: int | None
+    path: str, data: bytes, *, classifier: SourceClassifier, replaces: int | None, key: RedactionKey
 ) -> PreparedDocument:
-    """Decode, redact, chunk and tokenize one file's bytes."""
+    """Decode, redact (records hashed under ``key``), chunk and tokenize one file's bytes."""
     language = language_of(path)
     text, _had_errors = decode_source(data)
-    redacted = redact(text)
+    redacted = redact(text, key)
     chunks = tuple(chunk_text(path, redacted.text))
     return PreparedDocument(
         path=path,
@@ -179,7 +179,8 @@ def index_workspace(
                     continue
                 report.reclassified.append(entry.rel_path)
             document = prepare_document(
-                entry.rel_path, data, classifier=classifier, replaces=previous.id if previous else None
+                entry.rel_path, data, classifier=classifier, replaces=previous.id if previous else None,
+                key=store.redaction_key,
             )
             (report.changed if previous else report.added).append(entry.rel_path)
             report.redactions += document.redactions.count(b'"kind"')

@@ -106,6 +106,7 @@ def chunk_candidate(chunk: ChunkRecord, score: float, sub_query: SubQuery, polic
         authority=SOURCE_AUTHORITY[chunk.source],
         scores=ScoreBreakdown(lexical=score),
         sub_query_ids=(sub_query.id,),
+        redactions=chunk.redactions,
     )
 
 

@@ -26,11 +26,13 @@ from scopelens.core.contracts import (
     Pins,
     Projection,
     RankedEntry,
+    Redaction,
     RejectedItem,
     RetrievalIntent,
     RetrievalPlan,
     RetrievalScope,
     SnapshotItem,
+    TrimRange,
 )
 from scopelens.core.hashing import canonical_json, document_hash, sha256_hex, text_hash
 from scopelens.core.index.indexer import index_version
@@ -343,12 +345,20 @@ def bind_citations(
                 visible_text=fit.visible_text,
                 visible_text_hash=text_hash(fit.visible_text),
                 trim_ranges=fit.trim_ranges,
-                redactions=candidate.redactions,
+                redactions=visible_redactions(candidate, fit.trim_ranges),
                 scores=candidate.scores,
                 rank=rank,
             )
         )
     return items
+
+
+def visible_redactions(candidate: Candidate, trimmed: tuple[TrimRange, ...]) -> tuple[Redaction, ...]:
+    """The candidate's redactions on lines the model saw (not inside a trimmed range)."""
+    return tuple(
+        r for r in candidate.redactions
+        if not any(t.start_line <= (r.line or 0) <= t.end_line for t in trimmed)
+    )
 
 
 def _selected_reason(scores: dict[str, float], weights: dict[str, float]) -> str:

@@ -13,6 +13,7 @@ whenever it is recorded, as long as the store held the same things before.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import tempfile
@@ -36,7 +37,7 @@ from scopelens.core.contracts import (
 from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
 from scopelens.core.hashing import text_hash
 from scopelens.core.index.indexer import index_workspace
-from scopelens.core.redact import redact, redact_values
+from scopelens.core.redact import RedactionKey, redact, redact_values
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.memory import deprecate, import_memories, link_conflict, promote, read_jsonl
 from scopelens.core.pipeline.policy import Policy, find_policy, load_policy
@@ -119,6 +120,11 @@ class RecordResult:
         }
 
 
+RECORDER_KEY = RedactionKey(hashlib.sha256(b"scopelens deterministic recorder redaction key").digest())
+"""A fixed, public redaction key: a recorded script gives the same hashes on every machine.
+Scripts are test and sample material, so their redaction hashes protect nothing secret."""
+
+
 def record_scripts(scripts: list[LoadedScript | Path], *, db: str, workdir: Path | None = None) -> list[RecordResult]:
     """Record several scripts into one store, in order; all are validated before any is recorded."""
     loaded = [s if isinstance(s, LoadedScript) else load_script(Path(s)) for s in scripts]
@@ -144,7 +150,7 @@ def record_script(script: LoadedScript | Path, *, db: str, workdir: Path | None 
     with tempfile.TemporaryDirectory(prefix=f"scopelens-{loaded.scenario}-", dir=workdir) as tmp:
         root = Path(tmp) / "workspace"
         shutil.copytree(loaded.workspace_dir, root, symlinks=True)
-        with Store.open(db, create=True, clock=clock, ids=ids) as store:
+        with Store.open(db, create=True, clock=clock, ids=ids, redaction_key=RECORDER_KEY) as store:
             _refuse_reuse(store, loaded)
             recorder = _Recorder(store, loaded, root, clock, ids, policy or find_policy(root, None))
             return recorder.run(memories)

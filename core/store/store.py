@@ -46,8 +46,9 @@ from scopelens.core.errors import (
     UnknownIdError,
 )
 from scopelens.core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
-from scopelens.core.redact import secrets_in
+from scopelens.core.redact import RedactionKey, secrets_in
 from scopelens.core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
+from scopelens.core.store.keys import key_path_for, load_or_create_key
 from scopelens.core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
 from scopelens.core.store.tables import (
     BlobRow,
@@ -110,6 +111,7 @@ class Store:
         read_only: bool,
         clock: Clock,
         ids: IdSource,
+        redaction_key: RedactionKey | None = None,
     ) -> None:
         self.engine = engine
         self.url = url
@@ -117,6 +119,15 @@ class Store:
         self.clock = clock
         self.ids = ids
         self.dialect = engine.dialect.name
+        self._redaction_key = redaction_key
+
+    @property
+    def redaction_key(self) -> RedactionKey:
+        """The key that hashes this store's redaction records (core/store/keys.py says where
+        it lives); made on first use. The deterministic recorder passes a fixed one."""
+        if self._redaction_key is None:
+            self._redaction_key = load_or_create_key(key_path_for(self.url))
+        return self._redaction_key
 
     # ------------------------------------------------------------------ opening
 
@@ -129,6 +140,7 @@ class Store:
         read_only: bool = False,
         clock: Clock | None = None,
         ids: IdSource | None = None,
+        redaction_key: RedactionKey | None = None,
     ) -> Store:
         """Open a store, creating and migrating it when ``create`` is set.
 
@@ -142,7 +154,10 @@ class Store:
             if create and not read_only:
                 path.parent.mkdir(parents=True, exist_ok=True)
         engine = make_engine(url, read_only=read_only)
-        store = cls(engine, url, read_only=read_only, clock=clock or SystemClock(), ids=ids or RandomIds())
+        store = cls(
+            engine, url, read_only=read_only, clock=clock or SystemClock(), ids=ids or RandomIds(),
+            redaction_key=redaction_key,
+        )
         try:
             store._prepare(create=create)
         except ScopelensError:

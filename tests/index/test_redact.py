@@ -12,8 +12,17 @@ import string
 import pytest
 from hypothesis import given, strategies as st
 
-from scopelens.core.hashing import text_hash
-from scopelens.core.redact import ENTROPY_THRESHOLD, Redacted, placeholder, redact, redact_values, shannon_entropy
+from scopelens.core.redact import (
+    ENTROPY_THRESHOLD,
+    Redacted,
+    RedactionKey,
+    placeholder,
+    redact,
+    redact_values,
+    shannon_entropy,
+)
+
+KEY = RedactionKey(b"test redaction key, 32 bytes....")
 from scopelens.core.vocab import RedactionKind as K
 
 ALNUM = string.ascii_letters + string.digits
@@ -204,11 +213,11 @@ def _only(result: Redacted) -> tuple[K, int, int]:
 )
 def test_each_format_is_redacted_exactly(text: str, kind: K, secret: str) -> None:
     original = text.format(s=secret)
-    result = redact(original)
+    result = redact(original, KEY)
     assert _only(result) == (kind, original.index(secret), original.index(secret) + len(secret))
     kept_breaks = "\n" * secret.count("\n")  # multi-line secrets keep their line count
     assert result.text == text.format(s=placeholder(kind) + kept_breaks)
-    assert result.redactions[0].original_hash == text_hash(secret)
+    assert result.redactions[0].original_hash == KEY.digest(secret)
     assert result.redactions[0].placeholder == f"[REDACTED:{kind.value}]" + kept_breaks
 
 
@@ -283,7 +292,7 @@ DOCUMENT = "\n".join(
 
 
 def test_ranges_point_at_the_secrets_of_the_original() -> None:
-    result = redact(DOCUMENT)
+    result = redact(DOCUMENT, KEY)
     assert [r.kind for r in result.redactions] == [
         K.AWS_ACCESS_KEY,
         K.AWS_SECRET_KEY,
@@ -293,7 +302,7 @@ def test_ranges_point_at_the_secrets_of_the_original() -> None:
         K.JWT,
     ]
     for r in result.redactions:
-        assert text_hash(DOCUMENT[r.start : r.end]) == r.original_hash
+        assert KEY.digest(DOCUMENT[r.start : r.end]) == r.original_hash
         assert DOCUMENT[r.start : r.end] not in result.text
     assert _rebuild(DOCUMENT, result) == result.text
     assert "9fceb02d0ae598e95dc970b74767f19372d61af8" in result.text
@@ -337,9 +346,9 @@ def test_the_longest_overlapping_match_wins() -> None:
 
 def test_adjacent_secrets_are_redacted_separately() -> None:
     first, second = "ghp_" + fake(36, seed="1"), "ghp_" + fake(36, seed="2")
-    result = redact(f"{first},{second}")
+    result = redact(f"{first},{second}", KEY)
     assert result.text == "[REDACTED:github-token],[REDACTED:github-token]"
-    assert [r.original_hash for r in result.redactions] == [text_hash(first), text_hash(second)]
+    assert [r.original_hash for r in result.redactions] == [KEY.digest(first), KEY.digest(second)]
 
 
 def test_a_secret_freed_by_a_longer_overlapping_neighbour_is_redacted_too() -> None:
@@ -396,10 +405,11 @@ _TEXTS = st.lists(st.one_of(_PIECES, st.text(max_size=12)), max_size=12).map("".
 
 @given(_TEXTS)
 def test_redaction_only_touches_its_ranges_and_is_idempotent(text: str) -> None:
-    result = redact(text)
+    result = redact(text, KEY)
     assert _rebuild(text, result) == result.text
     for r in result.redactions:
-        assert r.original_hash == text_hash(text[r.start : r.end])
+        assert r.original_hash == KEY.digest(text[r.start : r.end])
+        assert r.line == text.count("\n", 0, r.start) + 1
     again = redact(result.text)
     assert again.text == result.text
     assert again.redactions == ()
@@ -422,3 +432,19 @@ def test_structured_values_are_redacted_at_any_depth() -> None:
     assert secret not in repr(result)
     assert result["env"]["GITHUB_TOKEN"].startswith("[REDACTED:")
     assert result["argv"][2] == 3 and result["dry"] is False and result["cmd"] == "deploy"
+
+
+def test_records_hash_under_a_key_never_plainly() -> None:
+    """A weak password's record cannot be matched by hashing a dictionary without the key."""
+    import hashlib
+
+    weak = 'DB_PASSWORD = "Summer2024!xq"\n'
+    keyed = redact("line one\n" + weak, KEY).redactions
+    assert [(r.kind, r.line, r.hash_kind, r.key_id) for r in keyed] == [
+        (K.ENV_ASSIGNMENT, 2, "hmac-sha256", KEY.key_id)]
+    assert keyed[0].original_hash != hashlib.sha256(b"Summer2024!xq").hexdigest()
+    assert keyed[0].original_hash == KEY.digest("Summer2024!xq")
+    other = RedactionKey(b"another key of thirty-two bytes!")
+    assert redact(weak, other).redactions[0].original_hash != keyed[0].original_hash
+    unkeyed = redact(weak).redactions[0]
+    assert (unkeyed.original_hash, unkeyed.hash_kind, unkeyed.key_id) == ("", "none", None)

@@ -1,0 +1,77 @@
+"""Where a store's redaction key lives: in a file beside the store, never in it.
+
+A SQLite store ``/x/s.db`` keeps its key in ``/x/s.db.redaction-key``. A server store
+(PostgreSQL) keeps it in ``$SCOPELENS_REDACTION_KEY_FILE`` if set, else in the user's config
+directory, one file per store URL. The key is made on the first write that needs it (32 random
+bytes, hex, mode 0600). Losing it loses nothing stored: only the ability to match a suspected
+leak against the records' HMACs (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from pathlib import Path
+
+from platformdirs import user_config_dir
+
+from scopelens.core.errors import StoreUnavailableError
+from scopelens.core.redact import RedactionKey
+from scopelens.core.store.engine import display_url, sqlite_path_of
+
+KEY_FILE_ENV = "SCOPELENS_REDACTION_KEY_FILE"
+KEY_SUFFIX = ".redaction-key"
+
+
+def key_path_for(url: str) -> Path | None:
+    """The key file of the store at ``url``; None for an in-memory store."""
+    override = os.environ.get(KEY_FILE_ENV)
+    if override:
+        return Path(override).expanduser()
+    path = sqlite_path_of(url)
+    if path is not None:
+        return path.with_name(path.name + KEY_SUFFIX)
+    if url.startswith("sqlite"):
+        return None
+    name = hashlib.sha256(display_url(url).encode("utf-8")).hexdigest()[:16]
+    return Path(user_config_dir("scopelens")) / "redaction-keys" / f"{name}{KEY_SUFFIX}"
+
+
+def load_or_create_key(path: Path | None) -> RedactionKey:
+    """The key in ``path``, made there first if missing (an in-memory store gets a fresh one)."""
+    if path is None:
+        return RedactionKey(secrets.token_bytes(32))
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    # Written whole to a private temporary file, then linked into place: a concurrent reader
+    # never sees a half-written key, and of two writers racing, the first link wins.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+    except OSError as exc:
+        raise StoreUnavailableError(f"cannot create the redaction key {path}: {exc.strerror}") from None
+    finally:
+        temporary.unlink(missing_ok=True)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> RedactionKey:
+    try:
+        secret = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise StoreUnavailableError(f"cannot read the redaction key {path}: {exc}") from None
+    if len(secret) < 16:
+        raise StoreUnavailableError(f"the redaction key {path} is too short ({len(secret)} bytes)")
+    return RedactionKey(secret)

@@ -44,6 +44,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 import numpy as np
 from sqlalchemy import func
@@ -237,8 +238,10 @@ class Scorer:
         self.store = store
         self._views: dict[str | None, _View] = {}
         self._postings: dict[tuple[int, str], tuple[np.ndarray, np.ndarray] | None] = {}
-        path = sqlite_path_of(store.url) if store.dialect == "sqlite" else None
-        self._probe_uri = f"{path.resolve().as_uri()}?mode=ro" if path is not None else None
+        # A long-lived reader of the newest run id, for writable SQLite stores only: on a
+        # read-only store it could not join the WAL without creating files (engine.py).
+        path = sqlite_path_of(store.url) if store.dialect == "sqlite" and not store.read_only else None
+        self._probe_uri = "file:" + quote(str(path.resolve()), safe="/") + "?mode=ro" if path is not None else None
         self._probe: sqlite3.Connection | None = None
         self._probe_lock = threading.Lock()
 

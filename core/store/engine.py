@@ -7,8 +7,22 @@ Two things are decided here so no caller has to know them:
   appending the next link, so SQLite connections run in driver autocommit mode and we emit
   ``BEGIN IMMEDIATE`` ourselves for connections marked ``write=True`` (plain ``BEGIN`` for
   reads). PostgreSQL takes a row lock on the store head (``FOR UPDATE``) instead.
-* **Read-only opens write nothing.** A read-only SQLite store is opened with ``mode=ro`` so
-  not even a journal file is created beside it.
+* **Writable SQLite stores use WAL**, so a long read (verify, the inspector) never blocks a
+  writer's commit, and a read sees one consistent snapshot while others write.
+* **Read-only opens write nothing.** A read-only SQLite connection (``mode=ro``) on a WAL
+  store would create ``-wal`` and ``-shm`` files beside it if they are missing. So each
+  read-only connection looks first: when a writer has the store open (its ``-shm`` exists),
+  it joins the WAL protocol (``mode=ro``, creating nothing, reading through the existing
+  index, which SQLite can also do when the reader may not write it); when no connection has
+  it open (no ``-shm``, no ``-wal`` with content, no rollback journal), the main file holds
+  every committed transaction and is read as an immutable file (``immutable=1``), which needs
+  no lock file and so works in a directory the reader cannot write. A writer that starts
+  during such a read appends to its own WAL; the main file changes only at a checkpoint (when
+  the WAL passes 1000 pages, or when the last writer closes), the one case in which a long
+  immutable read could see a newer page (docs/security.md).
+* **Paths are never parsed as URLs.** A bare path becomes a URL with its special characters
+  percent-encoded, and SQLite connections are made from the decoded path (a ``#``, ``?`` or
+  ``%20`` in a directory name stays what it is).
 """
 
 from __future__ import annotations
@@ -16,6 +30,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -44,7 +59,7 @@ def normalise_url(url_or_path: str) -> str:
     ``postgresql://`` URLs get the psycopg 3 driver, which is the one we install.
     """
     if "://" not in url_or_path:
-        return f"sqlite:///{Path(url_or_path).expanduser().resolve()}"
+        return "sqlite:///" + quote(str(Path(url_or_path).expanduser().resolve()), safe="/")
     if url_or_path.startswith("postgresql://") or url_or_path.startswith("postgres://"):
         return "postgresql+psycopg://" + url_or_path.split("://", 1)[1]
     return url_or_path
@@ -81,18 +96,44 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     return engine
 
 
+def sqlite_uri(path: Path, *, read_only: bool) -> str:
+    """The SQLite URI for one new connection to the store file ``path`` (see the module doc)."""
+    location = "file:" + quote(str(path), safe="/")
+    if not read_only:
+        return f"{location}?mode=rwc"
+    if _quiescent(path):
+        return f"{location}?mode=ro&immutable=1"
+    return f"{location}?mode=ro"
+
+
+def _quiescent(path: Path) -> bool:
+    """No connection has the store open and no transaction is left in a journal or WAL."""
+    def size(suffix: str) -> int | None:
+        try:
+            return path.with_name(path.name + suffix).stat().st_size
+        except FileNotFoundError:
+            return None
+
+    return size("-shm") is None and not size("-wal") and size("-journal") is None
+
+
 def _sqlite_engine(url: str, *, read_only: bool) -> Engine:
     path = sqlite_path_of(url)
-    if path is not None:
-        mode = "ro" if read_only else "rwc"
-        url = f"sqlite+pysqlite:///file:{path}?mode={mode}&uri=true"
-    engine = create_engine(url, poolclass=NullPool)
+    if path is None:
+        engine = create_engine(url, poolclass=NullPool)
+    else:
+        def connect() -> sqlite3.Connection:
+            return sqlite3.connect(sqlite_uri(path, read_only=read_only), uri=True, check_same_thread=False)
+
+        engine = create_engine("sqlite+pysqlite://", creator=connect, poolclass=NullPool)
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
+        if not read_only and path is not None:
+            cursor.execute("PRAGMA journal_mode = WAL")  # persistent in the file; cheap once set
         cursor.close()
 
     @event.listens_for(engine, "begin")

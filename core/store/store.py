@@ -174,6 +174,14 @@ class Store:
         return store
 
     def close(self) -> None:
+        """Close the store. A writable SQLite store first moves its WAL into the main file, so
+        the file alone holds every committed transaction (a copy of it is whole)."""
+        if self.dialect == "sqlite" and not self.read_only and sqlite_path_of(self.url) is not None:
+            try:
+                with self.engine.connect() as conn:
+                    conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            except DBAPIError:
+                pass  # a busy checkpoint is retried by the next writer; nothing is lost
         self.engine.dispose()
 
     def __enter__(self) -> Store:
@@ -263,8 +271,17 @@ class Store:
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """A read transaction (a consistent view on both backends)."""
-        with self.engine.connect() as conn:
+        """A read transaction: one consistent snapshot on both backends.
+
+        PostgreSQL's default (READ COMMITTED) gives each statement its own snapshot, so a read
+        spanning several statements while others append (verify) saw a chain that was never
+        whole; REPEATABLE READ READ ONLY fixes one snapshot at the first statement. SQLite's
+        deferred transaction does so already (WAL: without blocking writers).
+        """
+        connection = self.engine.connect()
+        if self.dialect == "postgresql":
+            connection = connection.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+        with connection as conn:
             with conn.begin():
                 with Session(bind=conn) as session:
                     yield session

@@ -41,7 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,7 @@ QUICK_FILES = 150
 SCOPE_SHARE = 0.05
 QUERY_SETS = ("identifier", "error-message", "issue-length")
 FTS5_TOKENIZER = "unicode61 remove_diacritics 0 tokenchars '._/-:'"
-NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
 try:  # bench-only extra; the FTS5 and scopelens parts run without it
     import bm25s  # type: ignore[import-not-found]
@@ -147,7 +147,7 @@ def prepare_corpus(root: Path) -> Corpus:
     documents.sort(key=lambda d: d.path)
     corpus = Corpus(root, documents, [], [], [], [], [], [], seconds)
     for document in documents:
-        for chunk, tokens in zip(document.chunks, document.tokens):
+        for chunk, tokens in zip(document.chunks, document.tokens, strict=True):
             corpus.paths.append(chunk.path)
             corpus.packages.append(package_of(chunk.path))
             corpus.texts.append(chunk.text)
@@ -195,7 +195,7 @@ def build_queries(
     names = sorted(
         {
             symbol.rsplit(".", 1)[-1]
-            for symbol, kind in zip(corpus.symbols, corpus.kinds)
+            for symbol, kind in zip(corpus.symbols, corpus.kinds, strict=True)
             if symbol and kind in ("function", "method") and len(symbol.rsplit(".", 1)[-1].strip("_")) >= 5
         }
     )
@@ -209,7 +209,7 @@ def build_queries(
     docs = sorted(
         {
             " ".join(_WORDS.findall(doc))
-            for text, kind in zip(corpus.texts, corpus.kinds)
+            for text, kind in zip(corpus.texts, corpus.kinds, strict=True)
             if kind in ("function", "method", "class")
             for doc in _DOCSTRING.findall(text)[:1]
             if len(_WORDS.findall(doc)) >= 8
@@ -330,7 +330,7 @@ def bm25s_search(retriever: Any, terms: list[str], k: int, mask: np.ndarray | No
     docs, scores = retriever.retrieve(
         [terms], k=k, show_progress=False, n_threads=0, return_as="tuple", weight_mask=mask
     )
-    return [int(d) + 1 for d, s in zip(docs[0], scores[0]) if s > 0]
+    return [int(d) + 1 for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
 
 
 # --------------------------------------------------------------------------- measuring
@@ -388,7 +388,7 @@ def time_queries(
 def _overlap(a: list[list[int]], b: list[list[int]]) -> float:
     """Mean |A ∩ B| / max(|A|, |B|) over query pairs (1.0 when both are empty)."""
     fractions = []
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         size = max(len(x), len(y))
         fractions.append(1.0 if size == 0 else len(set(x) & set(y)) / size)
     return float(np.mean(fractions)) if fractions else float("nan")
@@ -470,7 +470,7 @@ def run_bench(source: Path, files: Sequence[str], workdir: Path, settings: Setti
     queries = {name: [unique_terms(q) for q in texts[name]] for name in QUERY_SETS}
     k = min(TOP_K, corpus.n_chunks)
     scorer = Scorer(store)
-    base = dict(project=PROJECT, branch="", workspace_root=str(root))
+    base = {"project": PROJECT, "branch": "", "workspace_root": str(root)}
     unscoped_filter = RecallFilter(**base)
     scoped_filter = RecallFilter(**base, path_prefixes=(package,))
 
@@ -515,7 +515,7 @@ def run_bench(source: Path, files: Sequence[str], workdir: Path, settings: Setti
         recall[name] = row
         log(f"  recall {name}: ours p50 {row['ours']['p50_ms']:.3f} ms, scoped {row['ours_scoped']['p50_ms']:.3f} ms")
     fts.close()
-    del scorer  # and its read-only connection to the store
+    scorer.close()  # and its read-only connection to the store
     store.close()
 
     # ---- end to end: full index_workspace on fresh stores, then 1% incremental re-indexes
@@ -611,7 +611,13 @@ def table_rows(figures: dict[str, Any], with_bm25s: bool) -> list[dict[str, Any]
         for name in QUERY_SETS:
             if "bm25s" in recall[name]:
                 rows.append(
-                    _row(f"recall p50 unscoped, {name} (vs bm25s)", recall[name]["ours"]["p50_ms"], recall[name]["bm25s"]["p50_ms"], "ms", 1.0)
+                    _row(
+                        f"recall p50 unscoped, {name} (vs bm25s)",
+                        recall[name]["ours"]["p50_ms"],
+                        recall[name]["bm25s"]["p50_ms"],
+                        "ms",
+                        1.0,
+                    )
                 )
         for name in QUERY_SETS:
             if "bm25s" in recall[name]:
@@ -673,11 +679,11 @@ def format_report(result: dict[str, Any]) -> str:
     lines.append(f"- files changed per incremental run: {incr['files_changed']}")
     lines += [
         "",
-        "| query set | n | terms | ours p50/p95 (cold p50) | ours scoped p50/p95 | bm25s p50/p95 | bm25s masked p50 | FTS5 p50/p95 | FTS5 scoped p50/p95 | top-10 overlap ours/bm25s, scoped, ours/FTS5 |",
+        "| query set | n | terms | ours p50/p95 (cold p50) | ours scoped p50/p95 | bm25s p50/p95 | bm25s masked p50 | FTS5 p50/p95 | FTS5 scoped p50/p95 | top-10 overlap ours/bm25s, scoped, ours/FTS5 |",  # noqa: E501 - data, kept whole
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, row in figures["recall"].items():
-        def pp(key: str) -> str:
+        def pp(key: str, row: dict[str, Any] = row) -> str:
             if key not in row:
                 return "-"
             return f"{row[key]['p50_ms']:.3f} / {row[key]['p95_ms']:.3f}"

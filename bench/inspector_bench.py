@@ -81,7 +81,9 @@ def _snapshot(snapshot_id: str, session_id: str, turn: int, created_at: Any, can
                 stage=stage,
                 reason=f"{stage.value}: candidate {n} of {snapshot_id}",
                 from_probe=probe,
-                scores=None if probe else ScoreBreakdown(lexical=round(0.3 + (n % 50) / 100, 3), final=round(0.2 + (n % 40) / 100, 3)),
+                scores=None
+                if probe
+                else ScoreBreakdown(lexical=round(0.3 + (n % 50) / 100, 3), final=round(0.2 + (n % 40) / 100, 3)),
             )
         )
     snapshot = type(snapshot).model_validate(
@@ -185,8 +187,8 @@ async def _measure(url: str, candidates_snapshot: str | None) -> dict[str, Any]:
 
 def child_main(url: str, candidates_snapshot: str | None) -> None:
     # Import everything the app needs before timing, so the clock measures the app, not imports.
-    import scopelens.inspector.app  # noqa: F401
-    import scopelens.inspector.screens.snapshot  # noqa: F401
+    import scopelens.inspector.app
+    import scopelens.inspector.screens.snapshot
     import scopelens.inspector.screens.timeline  # noqa: F401
 
     print(json.dumps(asyncio.run(_measure(url, candidates_snapshot))))
@@ -217,7 +219,7 @@ def paired_ratio(empty: list[dict[str, Any]], big: list[dict[str, Any]], key: st
     takes 0.14 s or 0.23 s); a pair shares that state, so its ratio is steadier than the
     ratio of two medians taken over different moments.
     """
-    return statistics.median(b[key] / e[key] if e[key] else float("inf") for e, b in zip(empty, big))
+    return statistics.median(b[key] / e[key] if e[key] else float("inf") for e, b in zip(empty, big, strict=True))
 
 
 def report(empty: list[dict[str, Any]], big: list[dict[str, Any]], counts: dict[str, int]) -> tuple[str, bool]:

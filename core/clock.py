@@ -10,15 +10,15 @@ from __future__ import annotations
 import itertools
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 
 def utc(dt: datetime) -> datetime:
     """Return ``dt`` as an aware UTC datetime (naive values are taken to be UTC)."""
     if dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
 
 
 def stored_time(dt: datetime) -> str:
@@ -48,7 +48,7 @@ class SystemClock:
     """The wall clock, in UTC, truncated to microseconds."""
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
 
 @dataclass

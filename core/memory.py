@@ -54,8 +54,8 @@ def import_memories(store: Store, records: Iterable[MemoryRecord]) -> tuple[int,
             clean = record.model_copy(update={"content": redacted.text})
             body = canonical_json(clean)
             existing = conn.get(MemoryRow, clean.id)
-            values = dict(project=clean.project, status=clean.status.value, body=body,
-                          content_hash=sha256_hex(body), updated_at=now)
+            values = {"project": clean.project, "status": clean.status.value, "body": body,
+                          "content_hash": sha256_hex(body), "updated_at": now}
             if existing is None:
                 conn.add(MemoryRow(id=clean.id, **values))
             else:

@@ -24,9 +24,9 @@ from sqlmodel import select
 from scopelens.core.audit.drift import DriftReport as DriftReport
 from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
 from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run
-from scopelens.core.clock import Clock, IdSource
 from scopelens.core.audit.whynot import QueryKind, why_not
 from scopelens.core.audit.whynot import WhyNotAnswer as WhyNotAnswer
+from scopelens.core.clock import Clock, IdSource
 from scopelens.core.contracts import (
     SCORE_COLUMNS,
     AuditSnapshot,

@@ -53,7 +53,7 @@ ACTIONS: tuple[Action, ...] = (
         Action(f"snapshot.tab.{name}", key, f"show_tab('{name}')", name.title(), f"Show the {name} tab",
                f"tab: {name}", "snapshot", show=False)
         for key, name in zip(("1", "2", "3", "4", "5", "6"),
-                             ("scope", "plan", "funnel", "candidates", "evidence", "citations"))
+                             ("scope", "plan", "funnel", "candidates", "evidence", "citations"), strict=True)
     ),
     Action("drift.compute", "r", "compute", "Run drift", "Re-run the recorded plan against today's index", "drift: run", "drift"),
     Action("drift.diff", "enter", "show_diff", "Diff", "Show the diff of the highlighted item", "drift: show diff", "drift"),

@@ -1,4 +1,5 @@
 # --- PostgreSQL server + hypothesis profiles (tests/support/postgres.py) ------
+import contextlib as _contextlib
 import os as _os
 import uuid as _uuid
 
@@ -7,6 +8,8 @@ from hypothesis import settings as _hypothesis_settings
 
 from tests.support.postgres import (
     PostgresServer as _PostgresServer,
+)
+from tests.support.postgres import (
     PostgresUnavailable as _PostgresUnavailable,
 )
 
@@ -69,10 +72,8 @@ def postgres_database_factory(postgres_server):
 
     yield make
     for name in created:
-        try:
+        with _contextlib.suppress(Exception):  # best effort; the server is temporary anyway
             postgres_server.drop_database(name)
-        except Exception:  # noqa: BLE001 - best effort; the server is temporary anyway
-            pass
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ def test_canonical_json_round_trips_to_the_same_bytes(value):
 
 
 def test_unknown_fields_are_rejected_on_input_at_any_depth():
-    with pytest.raises(InvalidInputError, match="anchors.failing_tset"):
+    with pytest.raises(InvalidInputError, match=r"anchors\.failing_tset"):
         parse_input(RetrievalIntent, {"anchors": {"failing_tset": "x"}}, what="intent")
     with pytest.raises(InvalidInputError, match="surprise"):
         parse_input(RetrievalScope, {"project": "p", "surprise": 1}, what="scope")

@@ -134,8 +134,8 @@ def classify(frozen: AuditSnapshot, today: list[SnapshotItem], rejected_today: l
 
 
 def _compare(then: SnapshotItem, now: SnapshotItem) -> DriftItem:
-    common = dict(source_ref=now.source_ref, path=now.path, frozen_rank=then.rank, today_rank=now.rank,
-                  frozen_version=then.source_version, today_version=now.source_version)
+    common = {"source_ref": now.source_ref, "path": now.path, "frozen_rank": then.rank, "today_rank": now.rank,
+                  "frozen_version": then.source_version, "today_version": now.source_version}
     if then.source_version != now.source_version or then.visible_text != now.visible_text:
         return DriftItem(drift_class=DriftClass.CONTENT_CHANGED, diff=_diff(then, now),
                          reason=f"was {then.source_ref}" if then.source_ref != now.source_ref else None, **common)

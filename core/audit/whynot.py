@@ -82,7 +82,7 @@ def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyN
     if not value.strip():
         raise InvalidInputError(f"why-not --{kind} needs a non-empty value")
     snapshot = store.get_snapshot(snapshot_id).snapshot
-    base = dict(snapshot_id=snapshot_id, kind=kind, value=value)
+    base = {"snapshot_id": snapshot_id, "kind": kind, "value": value}
     shown = [i for i in snapshot.selected if _matches(kind, value, i.path, i.symbol, i.visible_text)]
     if shown:
         best = max(shown, key=lambda i: (_symbol_strength(value, i.symbol, i.visible_text) if kind == "symbol" else 0, -i.rank))

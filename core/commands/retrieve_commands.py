@@ -94,7 +94,9 @@ def run_memory_list(args: argparse.Namespace) -> int:
         return 0
     table = Table("id", "project", "status", "content")
     for record in records:
-        table.add_row(record.id, record.project, record.status.value, record.content.splitlines()[0][:80] if record.content else "")
+        table.add_row(
+            record.id, record.project, record.status.value, record.content.splitlines()[0][:80] if record.content else ""
+        )
     console().print(table)
     return 0
 

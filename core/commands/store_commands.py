@@ -116,7 +116,9 @@ def _show_snapshot(args: argparse.Namespace, stored: Any) -> int:
     )
     table = Table("cite", "source_ref", "kind", "final", "reason")
     for item in snapshot.selected:
-        table.add_row(item.citation_id, item.source_ref, item.evidence_kind.value, f"{item.scores.final:.3f}", item.selected_reason)
+        table.add_row(
+            item.citation_id, item.source_ref, item.evidence_kind.value, f"{item.scores.final:.3f}", item.selected_reason
+        )
     out.print(table)
     return 0
 

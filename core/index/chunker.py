@@ -216,7 +216,7 @@ def _brace_ranks(doc: _Doc, language: str) -> list[int]:
     strings = _RUST_STRINGS if language == "rust" else _STRINGS
     ranks = []
     depth = 0
-    for line, blank in zip(doc.lines, doc.blank):
+    for line, blank in zip(doc.lines, doc.blank, strict=True):
         if blank:
             ranks.append(2 if depth == 0 else 1)
             continue

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import chain, islice, repeat
+from itertools import chain, islice, pairwise, repeat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,11 +42,11 @@ from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import UnreadableFileError
 from scopelens.core.hashing import canonical_json
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
-from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.index.walker import SkippedPath, git_state, walk_workspace
+from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
 
@@ -319,8 +319,8 @@ def _chunk_rows(
     prepared: list[PreparedDocument], document_ids: list[int], run_id: int, chunk_lo: int
 ) -> Iterator[tuple[Any, ...]]:
     chunk_id = chunk_lo
-    for document, document_id in zip(prepared, document_ids):
-        for ordinal, (chunk, tokens) in enumerate(zip(document.chunks, document.tokens)):
+    for document, document_id in zip(prepared, document_ids, strict=True):
+        for ordinal, (chunk, tokens) in enumerate(zip(document.chunks, document.tokens, strict=True)):
             yield (
                 chunk_id,
                 run_id,
@@ -390,7 +390,7 @@ def _insert_documents(
         finally:
             cursor.close()
     statement = insert(table).returning(table.c.id, sort_by_parameter_order=True)
-    result = connection.execute(statement, [dict(zip(_DOCUMENT_COLUMNS, row)) for row in rows])
+    result = connection.execute(statement, [dict(zip(_DOCUMENT_COLUMNS, row, strict=True)) for row in rows])
     return [int(document_id) for document_id in result.scalars()]
 
 
@@ -410,7 +410,7 @@ def _insert_many(
     if driver is None:
         listed = list(rows)
         if listed:
-            connection.execute(table.insert(), [dict(zip(columns, row)) for row in listed])
+            connection.execute(table.insert(), [dict(zip(columns, row, strict=True)) for row in listed])
         return
     per_statement = _rows_per_statement(driver, columns)
     remaining = iter(rows)
@@ -524,12 +524,12 @@ class _PackedPostings:
         offsets = bytearray(offset.astype("<u4").data)
         tf_bytes = bytearray(np.minimum(counts, TF_MAX).astype("<u2").data)
         # Every term occurs, so the k-th run of equal terms is terms[k].
-        bounds = np.flatnonzero(_changes(term_of)).tolist() + [len(unique)]
+        bounds = [*np.flatnonzero(_changes(term_of)).tolist(), len(unique)]
         return cls(terms, offsets, tf_bytes, bounds)
 
     def postings(self) -> Iterator[tuple[str, bytes, bytes]]:
         offsets, tfs = self.offsets, self.tfs
-        for term, lo, hi in zip(self.terms, self.bounds[:-1], self.bounds[1:]):
+        for term, lo, hi in zip(self.terms, self.bounds[:-1], self.bounds[1:], strict=True):
             yield term, bytes(offsets[4 * lo : 4 * hi]), bytes(tfs[2 * lo : 2 * hi])
 
     def value_batches(self, run_id: int, rows: int) -> Iterator[list[Any]]:
@@ -541,8 +541,8 @@ class _PackedPostings:
             edges = bounds[start : end + 1]
             values: list[Any] = [run_id] * (4 * (end - start))
             values[1::4] = terms[start:end]
-            values[2::4] = [offsets[4 * lo : 4 * hi] for lo, hi in zip(edges, edges[1:])]
-            values[3::4] = [tfs[2 * lo : 2 * hi] for lo, hi in zip(edges, edges[1:])]
+            values[2::4] = [offsets[4 * lo : 4 * hi] for lo, hi in pairwise(edges)]
+            values[3::4] = [tfs[2 * lo : 2 * hi] for lo, hi in pairwise(edges)]
             yield values
 
 

@@ -35,8 +35,6 @@ work proportional to the postings it reads, with no Python loop over postings:
 
 from __future__ import annotations
 
-from scopelens.core.hashing import as_bytes
-
 import math
 import sqlite3
 import threading
@@ -50,6 +48,7 @@ import numpy as np
 from sqlalchemy import func
 from sqlmodel import select
 
+from scopelens.core.hashing import as_bytes
 from scopelens.core.index.timeutil import FOREVER
 from scopelens.core.pathmatch import normalise_prefix
 from scopelens.core.store.engine import SQLITE_BUSY_TIMEOUT_S, sqlite_path_of
@@ -245,6 +244,13 @@ class Scorer:
         self._probe: sqlite3.Connection | None = None
         self._probe_lock = threading.Lock()
 
+    def close(self) -> None:
+        """Close the long-lived read-only connection, if one was opened."""
+        with self._probe_lock:
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
+
     # ------------------------------------------------------------------ loading
 
     def _current_key(self, project: str | None) -> int:
@@ -411,7 +417,7 @@ class Scorer:
                         values.append(entry.unweighted[a:b] if weight == 1.0 else entry.contribution(weight, a, b))
                 else:
                     cut = entry.positions.searchsorted(bounds).tolist()
-                    for a, b in zip(cut[::2], cut[1::2]):
+                    for a, b in zip(cut[::2], cut[1::2], strict=True):
                         if a < b:
                             positions.append(entry.positions[a:b])
                             values.append(entry.contribution(weight, a, b))
@@ -460,7 +466,7 @@ class Scorer:
             candidates, candidate_scores = candidates[cut], candidate_scores[cut]
         ids = view.chunk_ids[candidates]
         order = np.lexsort((ids, -candidate_scores))[:top_k]
-        return [Hit(i, s) for i, s in zip(ids[order].tolist(), candidate_scores[order].tolist())]
+        return [Hit(i, s) for i, s in zip(ids[order].tolist(), candidate_scores[order].tolist(), strict=True)]
 
     @staticmethod
     def _ranges(
@@ -506,7 +512,11 @@ class Scorer:
             for term in missing:
                 cache[term] = self._term(segments, live, total, norm, term)
             view.cached_terms += len(missing)
-        return [(entry, weight) for entry, weight in zip(map(cache.__getitem__, weights), weights.values()) if entry is not None]
+        return [
+            (entry, weight)
+            for entry, weight in zip(map(cache.__getitem__, weights), weights.values(), strict=True)
+            if entry is not None
+        ]
 
     def _term(
         self, segments: list[_Segment], live: np.ndarray, total: int, norm: np.ndarray, term: str

@@ -42,7 +42,7 @@ STOPWORDS = frozenset(
     shall may might must so as than too very just also there here what which who whom whose why how
     all any each few more most other some such only own same both about above below after before
     again further once up down out over under until between through during because get got use used
-    using fix fixed please help issue bug problem error fails failing failed test tests""".split()
+    using fix fixed please help issue bug problem error fails failing failed test tests""".split()  # noqa: SIM905 - a word list reads best as prose
 )
 
 

@@ -11,7 +11,6 @@ Its results are runtime-only; no model-visible output carries them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from sqlmodel import select
 
@@ -135,7 +134,7 @@ def _memory_probe(store: Store, terms: list[tuple[str, float]], scope: Retrieval
     scores = bm25_scores(terms, [record.content for record, _ in records])
     floor = MEMORY_PROBE_FLOOR * max(scores, default=0.0)
     ranked = sorted(
-        ((s, r, d) for s, (r, d) in zip(scores, records) if s > 0 and s >= floor), key=lambda t: (-t[0], t[1].id)
+        ((s, r, d) for s, (r, d) in zip(scores, records, strict=True) if s > 0 and s >= floor), key=lambda t: (-t[0], t[1].id)
     )[:PROBE_TOP_K]
     items = []
     for _score, record, digest in ranked:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from sqlmodel import select
 
-from scopelens.core.contracts import ArtifactRef, Candidate, RetrievalScope, ScoreBreakdown, SubQuery
+from scopelens.core.contracts import ArtifactRef, Candidate, Event, RetrievalScope, ScoreBreakdown, SubQuery
 from scopelens.core.errors import IntegrityError, UnknownIdError
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import RecallFilter, Scorer
@@ -24,7 +24,6 @@ from scopelens.core.memory import memory_versions
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import EventRow, SessionRow
-from scopelens.core.contracts import Event
 from scopelens.core.vocab import Authority, EventType, EvidenceKind, MemoryStatus, Source, Trust, Visibility
 
 WORKSPACE_SOURCES = frozenset({Source.WORKSPACE_CODE, Source.WORKSPACE_DOC, Source.PROJECT_RULE, Source.DECISION_RECORD})
@@ -60,9 +59,7 @@ class TimeWindow:
             return False
         if self.include_after is not None and moment < self.include_after:
             return False
-        if self.exclude_after is not None and moment > self.exclude_after:
-            return False
-        return True
+        return not (self.exclude_after is not None and moment > self.exclude_after)
 
 
 def time_window(scope: RetrievalScope, now: datetime) -> TimeWindow:
@@ -167,7 +164,9 @@ class Recall:
             select(EventRow.body)
             .join(SessionRow, SessionRow.id == EventRow.session_id)
             .where(SessionRow.project == scope.project)
-            .where(EventRow.type.in_([EventType.USER_MESSAGE.value, EventType.MODEL_RESPONSE.value, EventType.TOOL_FINISHED.value]))  # type: ignore[attr-defined]
+            .where(
+                EventRow.type.in_([EventType.USER_MESSAGE.value, EventType.MODEL_RESPONSE.value, EventType.TOOL_FINISHED.value])
+            )  # type: ignore[attr-defined]
             .order_by(EventRow.store_seq)
         )
         if scope.branch is not None:
@@ -291,7 +290,7 @@ def _event_text(event: Event) -> str:
 def _top(pool: list[Candidate], terms: list[tuple[str, float]], sub_query: SubQuery) -> list[Candidate]:
     scores = bm25_scores(terms, [c.text for c in pool])
     ranked = sorted(
-        ((score, c) for score, c in zip(scores, pool) if score > 0), key=lambda pair: (-pair[0], pair[1].id)
+        ((score, c) for score, c in zip(scores, pool, strict=True) if score > 0), key=lambda pair: (-pair[0], pair[1].id)
     )[: sub_query.top_k]
     return [
         c.model_copy(update={"scores": ScoreBreakdown(lexical=score), "sub_query_ids": (sub_query.id,)})

@@ -91,9 +91,9 @@ def _anchor_score(candidate: Candidate, handles: list[str]) -> float:
     for handle in handles:
         needle = handle.lower()
         file_part = needle.split("::")[0]
-        if path and (path == file_part or path.endswith("/" + file_part) or file_part.endswith(path)):
-            hits += 1.0
-        elif symbol and (needle == symbol or needle.endswith("." + symbol) or symbol.endswith("." + needle)):
+        if (path and (path == file_part or path.endswith("/" + file_part) or file_part.endswith(path))) or (
+            symbol and (needle == symbol or needle.endswith("." + symbol) or symbol.endswith("." + needle))
+        ):
             hits += 1.0
         elif needle in text:
             hits += 0.8

@@ -13,8 +13,8 @@ from datetime import datetime
 from sqlmodel import select
 
 from scopelens.core.contracts import MemoryRecord
-from scopelens.core.index.timeutil import from_micros
 from scopelens.core.hashing import sha256_hex
+from scopelens.core.index.timeutil import from_micros
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, MemoryRow
 

@@ -37,7 +37,6 @@ from scopelens.core.contracts import (
 from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
 from scopelens.core.hashing import text_hash
 from scopelens.core.index.indexer import index_workspace
-from scopelens.core.redact import RedactionKey, redact, redact_values
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.memory import deprecate, import_memories, link_conflict, promote, read_jsonl
 from scopelens.core.pipeline.policy import Policy, find_policy, load_policy
@@ -48,8 +47,8 @@ from scopelens.core.record.script import (
     Cite,
     DeleteStep,
     EditStep,
-    ExpectStep,
     Expectation,
+    ExpectStep,
     LoadedScript,
     MemoryStep,
     ReindexStep,
@@ -63,6 +62,7 @@ from scopelens.core.record.script import (
     parse_duration,
     ref_matches,
 )
+from scopelens.core.redact import RedactionKey, redact, redact_values
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexRunRow
 from scopelens.core.vocab import EventType
@@ -297,7 +297,9 @@ class _Recorder:
     def _tool(self, step: ToolStep) -> None:
         call_id = self.ids.new_id("call")
         output = redact(step.output).text
-        self._append(EventType.TOOL_STARTED, ToolStartedPayload(call_id=call_id, tool=step.tool, arguments=redact_values(step.arguments)))
+        self._append(
+            EventType.TOOL_STARTED, ToolStartedPayload(call_id=call_id, tool=step.tool, arguments=redact_values(step.arguments))
+        )
         artifacts: tuple[ArtifactRef, ...] = ()
         if step.artifact:
             data = output.encode("utf-8")
@@ -437,6 +439,6 @@ def render_reply(text: str, checks: list[CiteCheck]) -> tuple[str, tuple[str, ..
     if rest:
         rendered = f"{rendered.rstrip()} {''.join(rest)}"
     cited = [
-        label for check, label in zip(checks, labels) if check.item is not None or check.citation_id is not None
+        label for check, label in zip(checks, labels, strict=True) if check.item is not None or check.citation_id is not None
     ]
     return rendered, tuple(dict.fromkeys(cited))

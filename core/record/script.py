@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -27,7 +27,7 @@ from scopelens.core.record.findings import FindingKind, Outcome
 from scopelens.core.vocab import EvidenceKind
 
 SCRIPT_SCHEMA_VERSION = 1
-DEFAULT_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=timezone.utc)
+DEFAULT_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 SCRIPT_FILE = "script.json"
 SCENARIO_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -282,7 +282,19 @@ class ExpectStep(StrictModel):
     note: str | None = None
 
 
-Step = UserStep | TurnStep | ToolStep | EditStep | DeleteStep | ReindexStep | AdvanceStep | MemoryStep | Retrieval | ReplyStep | ExpectStep
+Step = (
+    UserStep
+    | TurnStep
+    | ToolStep
+    | EditStep
+    | DeleteStep
+    | ReindexStep
+    | AdvanceStep
+    | MemoryStep
+    | Retrieval
+    | ReplyStep
+    | ExpectStep
+)
 """A parsed step (a ``retrieve`` step becomes a :class:`Retrieval`)."""
 
 STEP_VERBS: dict[str, type[StrictModel]] = {
@@ -343,7 +355,7 @@ class Script(StrictModel):
     @field_validator("start")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 @dataclass(frozen=True)

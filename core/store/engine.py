@@ -60,7 +60,7 @@ def normalise_url(url_or_path: str) -> str:
     """
     if "://" not in url_or_path:
         return "sqlite:///" + quote(str(Path(url_or_path).expanduser().resolve()), safe="/")
-    if url_or_path.startswith("postgresql://") or url_or_path.startswith("postgres://"):
+    if url_or_path.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + url_or_path.split("://", 1)[1]
     return url_or_path
 

@@ -9,6 +9,7 @@ leak against the records' HMACs (docs/security.md).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -54,10 +55,8 @@ def load_or_create_key(path: Path | None) -> RedactionKey:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="ascii") as handle:
             handle.write(secrets.token_hex(32) + "\n")
-        try:
+        with contextlib.suppress(FileExistsError):  # another process made it first: use theirs
             os.link(temporary, path)
-        except FileExistsError:
-            pass  # another process made it first: use theirs
     except OSError as exc:
         raise StoreUnavailableError(f"cannot create the redaction key {path}: {exc.strerror}") from None
     finally:

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import Engine, func, inspect, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -257,11 +258,9 @@ class Store:
         if self.read_only:
             raise ImmutableRecordError("this store was opened read-only")
         try:
-            with self.engine.connect().execution_options(write=True) as conn:
-                with conn.begin():
-                    with Session(bind=conn) as session:
-                        yield session
-                        session.flush()  # objects added with session.add() are written before commit
+            with self.engine.connect().execution_options(write=True) as conn, conn.begin(), Session(bind=conn) as session:
+                yield session
+                session.flush()  # objects added with session.add() are written before commit
         except DBAPIError as exc:
             if _denies_writing(exc):
                 raise StoreNotWritableError(
@@ -281,10 +280,8 @@ class Store:
         connection = self.engine.connect()
         if self.dialect == "postgresql":
             connection = connection.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-        with connection as conn:
-            with conn.begin():
-                with Session(bind=conn) as session:
-                    yield session
+        with connection as conn, conn.begin(), Session(bind=conn) as session:
+            yield session
 
     def _lock_store_head(self, conn: Session) -> tuple[int, str]:
         statement = select(StoreHeadRow.store_seq, StoreHeadRow.head_hash).where(StoreHeadRow.id == 1)
@@ -388,7 +385,7 @@ class Store:
             checked = payload_model.model_validate(
                 payload.model_dump(mode="json") if isinstance(payload, Contract) else payload, extra="forbid"
             )
-        except Exception as exc:  # pydantic.ValidationError
+        except ValidationError as exc:
             raise InvalidInputError(f"{event_type} payload: {_first_line(exc)}") from None
         refuse_secrets(f"{event_type} payload", checked.model_dump(mode="json"))
         head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()

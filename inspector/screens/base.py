@@ -47,7 +47,7 @@ def shows_problems(handler: Handler) -> Handler:
     def guarded(self: InspectorScreen, *args: Any, **kwargs: Any) -> Any:
         try:
             return handler(self, *args, **kwargs)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - any failure is shown on screen, never a traceback
             self.show_problem(error)
             return None
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.content import Content
 from textual.containers import Horizontal
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
@@ -60,7 +62,7 @@ class DriftScreen(InspectorScreen):
     PROBLEM_TARGET = "drift-status"
     CSS_PATH = "drift.tcss"
     BINDINGS = bindings_for("drift")
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
     """Below 120 columns the diff goes under the items instead of beside them."""
 
     class Computed(Message):

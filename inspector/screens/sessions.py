@@ -82,7 +82,7 @@ class SessionsScreen(InspectorScreen):
         # the worker, so typing never waits on the database.
         try:
             first = self._fetch_page(after=None)
-        except Exception as error:  # a damaged store: say so on this screen, keep the app
+        except Exception as error:  # noqa: BLE001 - a damaged store: say so on this screen, keep the app
             self.show_problem(error)
             return
         self._show(first, append=False, generation=self.paging.generation)
@@ -114,7 +114,7 @@ class SessionsScreen(InspectorScreen):
         for session_id in session_ids:
             try:
                 batch[session_id] = model.verify_status(session_id)
-            except Exception as error:  # unreadable, not just altered: still a red mark, not a stuck "…"
+            except Exception as error:  # noqa: BLE001 - unreadable, not just altered: still a red mark, not a stuck "…"
                 batch[session_id] = VerifyStatus("problem", (problem_line(error),))
             if len(batch) == VERIFY_BATCH:
                 self.post_message(self.VerifyChecked(batch))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table as RichTable
 from rich.text import Text
 from textual import on, work
@@ -65,7 +67,7 @@ class SnapshotScreen(InspectorScreen):
 
     SCOPE = "snapshot"
     PROBLEM_TARGET = "snapshot-title"
-    PROBLEM_TARGETS = {"candidates": "candidate-status"}
+    PROBLEM_TARGETS: ClassVar[dict[str, str]] = {"candidates": "candidate-status"}
     CSS_PATH = "snapshot.tcss"
     BINDINGS = bindings_for("snapshot")
 
@@ -109,11 +111,10 @@ class SnapshotScreen(InspectorScreen):
                 yield FittedTable(CANDIDATE_COLUMNS, id="candidate-table", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="candidate-detail", classes="detail-line", markup=False)
                 yield Static("", id="candidate-status", classes="status-line", markup=False)
-            with TabPane("5 Evidence", id="evidence"):
-                with Horizontal():
-                    yield FittedTable(ITEM_COLUMNS, id="item-table", cursor_type="row")
-                    with Vertical(id="evidence-side"):
-                        yield EvidenceText(id="evidence-text")
+            with TabPane("5 Evidence", id="evidence"), Horizontal():
+                yield FittedTable(ITEM_COLUMNS, id="item-table", cursor_type="row")
+                with Vertical(id="evidence-side"):
+                    yield EvidenceText(id="evidence-text")
             with TabPane("6 Citations", id="citations"):
                 yield FittedTable(CITATION_COLUMNS, id="citation-table", cursor_type="row")
                 yield Static("", id="citation-note", classes="status-line", markup=False)
@@ -271,7 +272,7 @@ class SnapshotScreen(InspectorScreen):
             self.candidate_rows[str(row.ordinal)] = row
             scores = row.scores
 
-            def fmt(name: str) -> str:
+            def fmt(name: str, scores: dict[str, float | None] = scores) -> str:
                 value = scores.get(name)
                 return "-" if value is None else f"{value:.2f}"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -39,7 +41,7 @@ class TimelineScreen(InspectorScreen):
     PROBLEM_TARGET = "timeline-status"
     CSS_PATH = "timeline.tcss"
     BINDINGS = bindings_for("timeline")
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
     """Below 120 columns the event detail goes under the table instead of beside it."""
 
     class Loaded(Message):
@@ -104,7 +106,7 @@ class TimelineScreen(InspectorScreen):
         table = self.query_one(DataTable)
         if not self.rows:
             return None
-        turn_number, seq = self.rows[min(table.cursor_row, len(self.rows) - 1)]
+        _turn_number, seq = self.rows[min(table.cursor_row, len(self.rows) - 1)]
         for turn in self.turns:
             for event in turn.events:
                 if event.seq == seq:

@@ -7,8 +7,8 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import Header, Input, RadioButton, RadioSet, Static
 
-from scopelens.core.readmodel import WhyNotAnswer
 from scopelens.core.errors import ScopelensError
+from scopelens.core.readmodel import WhyNotAnswer
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.widgets.footer import KeysFooter
@@ -41,7 +41,9 @@ class WhyNotScreen(InspectorScreen):
             yield RadioButton("symbol", id="kind-symbol")
             yield RadioButton("text", id="kind-text")
         yield TextInput(placeholder="e.g. src/auth/session.ts, createUserMock, or a line of text", id="whynot-input")
-        yield Static("Type what you expected the model to see, then press enter.", id="whynot-answer", classes="empty-state", markup=False)
+        yield Static(
+            "Type what you expected the model to see, then press enter.", id="whynot-answer", classes="empty-state", markup=False
+        )
         yield KeysFooter()
 
     def on_mount(self) -> None:

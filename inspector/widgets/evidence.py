@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import re
 
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.markup import escape
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from scopelens.core.readmodel import ItemView
-
 
 TAB_WIDTH = 4
 TRIM_MARKER = re.compile(r"\[… lines? (\d+)(?:-(\d+))? trimmed …\]")

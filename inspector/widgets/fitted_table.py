@@ -99,10 +99,7 @@ def _one_line(plain_text: str) -> bool:
 
 def plain(value: object) -> Text:
     """A cell as plain text (no markup), one line, ending in "…" when cut."""
-    if isinstance(value, Text):
-        text = value.copy()
-    else:
-        text = Text(str(value))
+    text = value.copy() if isinstance(value, Text) else Text(str(value))
     text.no_wrap = True
     text.overflow = "ellipsis"
     return text
@@ -241,7 +238,7 @@ class FittedTable(DataTable[Any]):
             self.scroll_to(scroll.x, scroll.y, animate=False)
 
     def _shown(self, values: Sequence[Any]) -> list[Text]:
-        return [plain(value) for spec, value in zip(self.specs, values) if spec.key in self.shown_widths]
+        return [plain(value) for spec, value in zip(self.specs, values, strict=True) if spec.key in self.shown_widths]
 
     def add_row(self, *cells: Any, height: int | None = 1, key: str | None = None, label: Any = None) -> RowKey:
         if len(cells) != len(self.specs):
@@ -274,4 +271,4 @@ class FittedTable(DataTable[Any]):
     def row_values(self, row_key: str) -> dict[str, Any]:
         """Every field of a row, shown or not, by column key."""
         values = self._values[RowKey(row_key)]
-        return {spec.key: value for spec, value in zip(self.specs, values)}
+        return {spec.key: value for spec, value in zip(self.specs, values, strict=True)}

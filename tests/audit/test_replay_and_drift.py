@@ -104,10 +104,13 @@ def test_each_drift_class(lab):
     frozen = lab.retriever().retrieve(FIX_TEST, project="alpha")
     frozen_paths = {i.path for i in frozen.snapshot.selected}
     assert {"docs/extra.md", "src/auth/session.ts", "docs/rules/mocks.md"} <= frozen_paths
-    write(root, {
-        "src/auth/session.ts": NEW_MOCK,
-        "tests/auth/session.fixture.ts": "// fixture for tests/auth/session.test.ts: expected role admin received undefined\nexport const role = 'admin';\n",
-    })
+    write(
+        root,
+        {
+            "src/auth/session.ts": NEW_MOCK,
+            "tests/auth/session.fixture.ts": "// fixture for tests/auth/session.test.ts: expected role admin received undefined\nexport const role = 'admin';\n",  # noqa: E501 - data, kept whole
+        },
+    )
     (root / "docs" / "extra.md").unlink()
     lab.clock.advance(timedelta(days=1))
     lab.index(root, "alpha")
@@ -127,7 +130,12 @@ def test_removed_items_name_the_stage_they_now_meet(lab):
     lab.index(root, "alpha")
     scope = RetrievalScope(project="alpha", budget=RetrievalBudget(max_items=2))
     frozen = lab.retriever().retrieve(FIX_TEST, scope)
-    write(root, {"tests/auth/session.fixture.ts": "// tests/auth/session.test.ts fixture\n// expected role admin received undefined\nexport const role = 'admin';\n"})
+    write(
+        root,
+        {
+            "tests/auth/session.fixture.ts": "// tests/auth/session.test.ts fixture\n// expected role admin received undefined\nexport const role = 'admin';\n"  # noqa: E501 - data, kept whole
+        },
+    )
     lab.index(root, "alpha")
     report = compute_drift(lab.store, frozen.snapshot_id)
     removed = [i for i in report.items if i.drift_class == DriftClass.REMOVED]

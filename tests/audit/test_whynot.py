@@ -37,7 +37,11 @@ def test_cited_and_selected_but_not_cited(auth):
 
 def test_trimmed_away_line(lab):
     filler = "".join(f"Paragraph {n}: role guidance in general prose for readers.\n" for n in range(50))
-    doc = "# Mock roles\n\nexpected role admin received undefined: see below.\n" + filler + "Never change the production default role.\n"
+    doc = (
+        "# Mock roles\n\nexpected role admin received undefined: see below.\n"
+        + filler
+        + "Never change the production default role.\n"
+    )
     lab.index(lab.workspace("a", dict(AUTH_FILES, **{"docs/mock-roles.md": doc})), "alpha")
     observation = lab.retriever().retrieve(FIX_TEST, RetrievalScope(project="alpha", budget=RetrievalBudget(max_tokens=420)))
     answer = why_not(lab.store, observation.snapshot_id, "text", "Never change the production default role")
@@ -66,7 +70,12 @@ def test_not_visible_and_denied_source(auth):
 
 def test_stale_version(auth):
     auth.clock.advance(timedelta(days=3))
-    write(auth.root, {"docs/rules/mocks.md": "# Test mocks\n\nMocks may default the role to viewer; expected role admin received undefined.\n"})
+    write(
+        auth.root,
+        {
+            "docs/rules/mocks.md": "# Test mocks\n\nMocks may default the role to viewer; expected role admin received undefined.\n"  # noqa: E501 - data, kept whole
+        },
+    )
     auth.index(auth.root, "alpha")
     scope = RetrievalScope(project="alpha", time_boundary=TimeBoundary(as_of=T0 + timedelta(hours=1)))
     observation = auth.retriever().retrieve(FIX_TEST, scope)

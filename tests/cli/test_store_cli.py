@@ -83,7 +83,7 @@ def test_bad_stores_give_one_line_errors(capsys, tmp_path, make_bad, expected):
     make_bad(path)
     before = _snapshot_dir(tmp_path)
     for command in (["sessions"], ["show", "x"], ["verify"]):
-        code, out, err = run(capsys, *command, "--db", str(path))
+        code, _out, err = run(capsys, *command, "--db", str(path))
         assert code == 2
         assert err.startswith("error: ") and expected in err
         assert err.count("\n") == 1 and "Traceback" not in err

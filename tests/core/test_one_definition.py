@@ -4,7 +4,7 @@ that used to be swallowed (a bad ignore line, a missing artifact, a failing drif
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -45,7 +45,7 @@ def test_under_prefix_matches_whole_segments_only():
     assert under_prefix("anything/at/all.py", "/") and under_prefix("x", "")
 
 
-@given(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(timezone.utc)))
+@given(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)))
 def test_stored_times_round_trip_and_sort_as_text(moment):
     text = stored_time(moment)
     assert parse_stored_time(text) == moment
@@ -59,8 +59,8 @@ def test_human_times_are_utc_to_the_second():
 
 
 def test_score_names_come_from_the_contract():
-    assert SCORE_COLUMNS == tuple(ScoreBreakdown.model_fields)
-    assert SCORE_COLUMNS[-1] == "final" and SCORE_COMPONENTS == SCORE_COLUMNS[:-1]
+    assert tuple(ScoreBreakdown.model_fields) == SCORE_COLUMNS
+    assert SCORE_COLUMNS[-1] == "final" and SCORE_COLUMNS[:-1] == SCORE_COMPONENTS
 
 
 def test_a_bad_ignore_pattern_is_reported_not_dropped_silently(tmp_path):
@@ -88,7 +88,7 @@ def test_a_missing_artifact_fails_the_retrieval_instead_of_being_skipped(tmp_pat
         session.id, EventType.TOOL_FINISHED, ToolFinishedPayload(call_id="c1", tool="pytest", artifacts=(missing,))
     )
     intent = RetrievalIntent(purpose=Purpose.FIX_TEST, question="why does the admin mock have no role")
-    with pytest.raises(IntegrityError, match="pytest.log.*missing from the store"):
+    with pytest.raises(IntegrityError, match=r"pytest\.log.*missing from the store"):
         lab.retriever(root=root).retrieve(intent, project="auth", session_id=session.id)
     lab.close()
     with sqlite3.connect(tmp_path / "lab.db") as conn:

@@ -8,7 +8,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
 
@@ -313,9 +314,25 @@ def test_caps_must_be_positive() -> None:
 
 # --- the line-range invariant on random text ----------------------------------------------
 
-TOKENS = list("ab {}();#@:=\t ") + [
-    "\n", "\r", "\r\n", "\x0c", "\x0b", "\u2028", "\x85", "é", "\x00", "\ufffd",
-    "def f():\n    ", "class C:\n    ", "## ", "}\n", '"""', "'", "\n\n",
+TOKENS = [
+    *list("ab {}();#@:=\t "),
+    "\n",
+    "\r",
+    "\r\n",
+    "\x0c",
+    "\x0b",
+    "\u2028",
+    "\x85",
+    "é",
+    "\x00",
+    "�",
+    "def f():\n    ",
+    "class C:\n    ",
+    "## ",
+    "}\n",
+    '"""',
+    "'",
+    "\n\n",
 ]
 LINE_TEXT = st.lists(st.sampled_from(TOKENS), max_size=200).map("".join) | st.text(max_size=300)
 PATHS = st.sampled_from(["a.py", "a.ts", "a.go", "a.rs", "a.md", "a.log", "a.txt"])
@@ -347,7 +364,7 @@ def test_line_range_invariant_on_random_python(
 ) -> None:
     # The noise lines hold characters that splitlines() breaks on and the tokenizer does not.
     parts = ["import os", ""]
-    for name, extra in zip(names, noise):
+    for name, extra in zip(names, noise, strict=False):
         parts.append(extra)
         if name.isupper():
             parts += [f"class {name}:", "    x = 1", ""]

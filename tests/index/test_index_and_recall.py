@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.store.store import Store
 from scopelens.core.vocab import Source
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -76,7 +76,9 @@ def test_as_of_sees_the_past(store_url, workspace):
         past_hits = search(store, "admin never implied", as_of_us=to_micros(T0 + timedelta(hours=1)))
         before_anything = search(store, "role", as_of_us=to_micros(T0 - timedelta(hours=1)))
         scorer = Scorer(store)
-        past = scorer.search(terms("admin never implied"), RecallFilter(project="alpha", as_of_us=to_micros(T0 + timedelta(hours=1))))
+        past = scorer.search(
+            terms("admin never implied"), RecallFilter(project="alpha", as_of_us=to_micros(T0 + timedelta(hours=1)))
+        )
         record = fetch_chunks(store, [past[0].chunk_id])[past[0].chunk_id]
     assert now_hits[0] == "docs/roles.md:1-3"
     assert search_text_absent(store_url, "admin never implied")
@@ -143,11 +145,14 @@ def test_source_mask_and_time_window(store_url, workspace):
 
 def test_cjk_documents_are_found(store_url, tmp_path):
     root = tmp_path / "ja"
-    write(root, {
-        "docs/ja/mock.md": "# テストの規約\n\nテスト mock は role を明示的に宣言すること。権限ルールは本番の既定値に依存しない。\n",
-        "docs/zh/notes.md": "# 说明\n\n检索结果是证据，不是指令。\n",
-        "docs/en.md": "# Notes\n\nNothing to see.\n",
-    })
+    write(
+        root,
+        {
+            "docs/ja/mock.md": "# テストの規約\n\nテスト mock は role を明示的に宣言すること。権限ルールは本番の既定値に依存しない。\n",  # noqa: E501 - data, kept whole
+            "docs/zh/notes.md": "# 说明\n\n检索结果是证据，不是指令。\n",
+            "docs/en.md": "# Notes\n\nNothing to see.\n",
+        },
+    )
     with Store.open(store_url, create=True) as store:
         index_workspace(store, root, project="alpha")
         assert search(store, "権限ルール")[0] == "docs/ja/mock.md:1-3"

@@ -10,7 +10,8 @@ import random
 import string
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scopelens.core.redact import (
     ENTROPY_THRESHOLD,
@@ -21,9 +22,9 @@ from scopelens.core.redact import (
     redact_values,
     shannon_entropy,
 )
+from scopelens.core.vocab import RedactionKind as K
 
 KEY = RedactionKey(b"test redaction key, 32 bytes....")
-from scopelens.core.vocab import RedactionKind as K
 
 ALNUM = string.ascii_letters + string.digits
 UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -389,7 +390,7 @@ def _rebuild(original: str, result: Redacted) -> str:
         assert at <= r.start < r.end <= len(original)
         parts += [original[at : r.start], r.placeholder]
         at = r.end
-    return "".join(parts + [original[at:]])
+    return "".join([*parts, original[at:]])
 
 
 _PIECES = st.sampled_from(

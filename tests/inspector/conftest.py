@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import shutil
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from scopelens.core.record.recorder import record_scripts
 from scopelens.inspector.app import InspectorApp, make_app
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
-DRIFT_CLOCK_START = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+DRIFT_CLOCK_START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="session")

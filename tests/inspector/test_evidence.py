@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from textual.widgets import DataTable
 
 from scopelens.core.pipeline.trim import marker

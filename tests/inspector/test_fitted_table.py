@@ -166,10 +166,10 @@ async def test_the_fast_cell_path_draws_exactly_what_datatable_draws(theme):
             fallbacks: list[int] = []
             datatable_render_cell = DataTable._render_cell
 
-            def counting(self, row_index, *args, **kwargs):  # type: ignore[no-untyped-def]
+            def counting(self, row_index, *args, _seen=fallbacks, _render=datatable_render_cell, **kwargs):  # type: ignore[no-untyped-def]
                 if row_index >= 0:
-                    fallbacks.append(row_index)
-                return datatable_render_cell(self, row_index, *args, **kwargs)
+                    _seen.append(row_index)
+                return _render(self, row_index, *args, **kwargs)
 
             try:
                 DataTable._render_cell = counting  # type: ignore[method-assign]

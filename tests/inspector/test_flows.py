@@ -78,7 +78,11 @@ async def test_compute_drift_after_a_workspace_change_and_see_the_diff(sample_st
 async def test_why_not_on_an_out_of_scope_path_and_a_trimmed_away_line(tmp_path):
     lab = Lab(tmp_path)
     filler = "".join(f"Paragraph {n}: role guidance in general prose.\n" for n in range(50))
-    doc = "# Mock roles\n\nexpected role admin received undefined: see below.\n" + filler + "Never change the production default role.\n"
+    doc = (
+        "# Mock roles\n\nexpected role admin received undefined: see below.\n"
+        + filler
+        + "Never change the production default role.\n"
+    )
     lab.index(lab.workspace("a", dict(AUTH_FILES, **{"docs/mock-roles.md": doc})), "alpha")
     lab.index(lab.workspace("b", {"docs/beta.md": "# Beta\n\nexpected role admin received undefined beta\n"}), "beta")
     observation = lab.retriever().retrieve(FIX_TEST, RetrievalScope(project="alpha", budget=RetrievalBudget(max_tokens=420)))

@@ -111,7 +111,7 @@ def test_a_sessions_page_walks_an_index_instead_of_sorting_every_session(model, 
 
     statements: list[tuple[str, object]] = []
 
-    def capture(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001
+    def capture(conn, cursor, statement, parameters, context, executemany):
         if "ORDER BY" in statement:
             statements.append((statement, parameters))
 

@@ -4,7 +4,7 @@ file names with control characters or bytes that are not UTF-8 (recording why)."
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,7 +23,7 @@ NONCE = "n0nce"
 def item(n: int, source_ref: str, label: str | None) -> SnapshotItem:
     return SnapshotItem(
         item_id=f"i{n}", candidate_id=f"c{n}", citation_id=f"code#{n}", source=Source.WORKSPACE_CODE,
-        source_ref=source_ref, source_version="v", captured_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        source_ref=source_ref, source_version="v", captured_at=datetime(2026, 1, 1, tzinfo=UTC),
         evidence_kind=EvidenceKind.CODE, trust=Trust.EVIDENCE, authority=Authority.MEDIUM,
         visibility=Visibility.RAW, label=label, selected_reason="r", visible_text="body", visible_text_hash="h",
         rank=n,

@@ -4,6 +4,7 @@ which lives in a file beside the store and never in it."""
 from __future__ import annotations
 
 import stat
+from datetime import UTC
 
 from scopelens.core.contracts import RetrievalIntent
 from scopelens.core.store.keys import KEY_SUFFIX
@@ -39,7 +40,7 @@ def test_items_carry_their_redactions_and_the_key_stays_outside(tmp_path):
 
 
 def test_a_redaction_on_trimmed_lines_is_not_listed_for_the_item():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from scopelens.core.contracts import Candidate, Redaction, TrimRange
     from scopelens.core.pipeline.retriever import visible_redactions
@@ -50,7 +51,7 @@ def test_a_redaction_on_trimmed_lines_is_not_listed_for_the_item():
 
     candidate = Candidate(
         id="c", source=Source.WORKSPACE_CODE, source_ref="a.py:1-10", source_version="v", path="a.py",
-        line_start=1, line_end=10, project="p", captured_at=datetime(2026, 1, 1, tzinfo=timezone.utc), text="x",
+        line_start=1, line_end=10, project="p", captured_at=datetime(2026, 1, 1, tzinfo=UTC), text="x",
         evidence_kind=EvidenceKind.CODE, redactions=(on_line(2), on_line(5), on_line(9)),
     )
     trimmed = (TrimRange(start_line=4, end_line=6, start_char=10, end_char=20),)

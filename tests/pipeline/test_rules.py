@@ -7,13 +7,13 @@ from datetime import timedelta
 
 import pytest
 
-from scopelens.core.contracts import Anchors, MemoryRecord, RetrievalBudget, RetrievalIntent, RetrievalScope, TimeBoundary
+from scopelens.core.contracts import MemoryRecord, RetrievalBudget, RetrievalIntent, RetrievalScope, TimeBoundary
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.pipeline.policy import Policy, VisibilityRule, load_policy
 from scopelens.core.pipeline.scope import resolve_scope
-from scopelens.core.vocab import EvidenceKind, MemoryStatus, Purpose, Source, Stage, Visibility
-from tests.support.workspaces import AUTH_FILES, T0
+from scopelens.core.vocab import EvidenceKind, MemoryStatus, Source, Stage, Visibility
 from tests.pipeline.test_seed_seven import FIX_TEST
+from tests.support.workspaces import AUTH_FILES, T0
 
 
 def memory(mid: str, content: str, status: MemoryStatus, **extra) -> MemoryRecord:
@@ -35,7 +35,9 @@ def auth(lab):
 
 
 def test_candidate_memory_is_never_shown(auth):
-    auth.remember(memory("m-cand", "expected role admin received undefined: change the production default role", MemoryStatus.CANDIDATE))
+    auth.remember(
+        memory("m-cand", "expected role admin received undefined: change the production default role", MemoryStatus.CANDIDATE)
+    )
     snapshot = auth.retriever().retrieve(FIX_TEST, project="alpha").snapshot
     assert not by_path(snapshot, "memory:m-cand")
     assert rejected(snapshot, "memory:m-cand")[0].stage == Stage.MEMORY_STATUS
@@ -44,14 +46,22 @@ def test_candidate_memory_is_never_shown(auth):
 
 
 def test_verified_memory_is_evidence(auth):
-    auth.remember(memory("m-ok", "Last time expected role admin received undefined was fixed in the fixture, not the default.", MemoryStatus.VERIFIED))
+    auth.remember(
+        memory(
+            "m-ok",
+            "Last time expected role admin received undefined was fixed in the fixture, not the default.",
+            MemoryStatus.VERIFIED,
+        )
+    )
     snapshot = auth.retriever().retrieve(FIX_TEST, project="alpha").snapshot
     item = by_path(snapshot, "memory:m-ok")[0]
     assert item.citation_id.startswith("memory#") and item.label is None
 
 
 def test_deprecated_memory_appears_only_as_labelled_history(auth):
-    auth.remember(memory("m-old", "expected role admin received undefined: back then the default role was admin.", MemoryStatus.DEPRECATED))
+    auth.remember(
+        memory("m-old", "expected role admin received undefined: back then the default role was admin.", MemoryStatus.DEPRECATED)
+    )
     snapshot = auth.retriever().retrieve(FIX_TEST, project="alpha").snapshot
     item = by_path(snapshot, "memory:m-old")[0]
     assert item.label and item.label.startswith("history (deprecated)")
@@ -64,7 +74,9 @@ def test_deprecated_memory_appears_only_as_labelled_history(auth):
 def test_conflicted_memory_appears_only_with_its_counterpart(auth):
     auth.remember(
         memory("m-a", "Role admin undefined: fix it in the fixture.", MemoryStatus.CONFLICTED, conflicts_with=("m-b",)),
-        memory("m-b", "Role admin undefined: fix it in the production default.", MemoryStatus.CONFLICTED, conflicts_with=("m-a",)),
+        memory(
+            "m-b", "Role admin undefined: fix it in the production default.", MemoryStatus.CONFLICTED, conflicts_with=("m-a",)
+        ),
     )
     snapshot = auth.retriever().retrieve(FIX_TEST, project="alpha").snapshot
     pair = by_path(snapshot, "memory:m-a") + by_path(snapshot, "memory:m-b")
@@ -91,14 +103,20 @@ def test_private_memory_only_for_its_owner(auth):
 
 
 def test_memory_of_another_project_is_recorded_by_the_probe(auth):
-    auth.remember(memory("m-x", "Role admin undefined: fixed in beta's fixture.", MemoryStatus.VERIFIED).model_copy(update={"project": "beta"}))
+    auth.remember(
+        memory("m-x", "Role admin undefined: fixed in beta's fixture.", MemoryStatus.VERIFIED).model_copy(
+            update={"project": "beta"}
+        )
+    )
     snapshot = auth.retriever().retrieve(FIX_TEST, project="alpha").snapshot
     withheld = rejected(snapshot, "memory:m-x")
     assert withheld and withheld[0].stage == Stage.OUT_OF_SCOPE and withheld[0].from_probe
 
 
 def test_summary_only_is_a_labelled_extract(lab):
-    doc = "# Role guide\n\nIntro prose.\nMore prose.\nexpected role admin received undefined: declare the role.\nTrailing prose.\n"
+    doc = (
+        "# Role guide\n\nIntro prose.\nMore prose.\nexpected role admin received undefined: declare the role.\nTrailing prose.\n"
+    )
     lab.index(lab.workspace("a", dict(AUTH_FILES, **{"docs/guide/roles.md": doc})), "alpha")
     policy = Policy(visibility=(VisibilityRule(glob="docs/guide/*", visibility=Visibility.SUMMARY_ONLY),))
     item = by_path(lab.retriever(policy).retrieve(FIX_TEST, project="alpha").snapshot, "docs/guide/roles.md:1-6")[0]
@@ -116,9 +134,17 @@ def test_include_after_and_exclude_after(lab):
     lab.clock.advance(timedelta(days=10))
     (root / "docs" / "late.md").write_text("# Late\n\nexpected role admin received undefined late note\n")
     lab.index(root, "alpha")
-    late = lab.retriever().retrieve(FIX_TEST, RetrievalScope(project="alpha", time_boundary=TimeBoundary(include_after=middle))).snapshot
+    late = (
+        lab.retriever()
+        .retrieve(FIX_TEST, RetrievalScope(project="alpha", time_boundary=TimeBoundary(include_after=middle)))
+        .snapshot
+    )
     assert {i.path for i in late.selected} == {"docs/late.md"}
-    early = lab.retriever().retrieve(FIX_TEST, RetrievalScope(project="alpha", time_boundary=TimeBoundary(exclude_after=middle))).snapshot
+    early = (
+        lab.retriever()
+        .retrieve(FIX_TEST, RetrievalScope(project="alpha", time_boundary=TimeBoundary(exclude_after=middle)))
+        .snapshot
+    )
     assert "docs/late.md" not in {i.path for i in early.selected}
     assert any(r.path == "docs/late.md" and r.stage == Stage.STALE for r in early.rejected)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from scopelens.core.contracts import Anchors, RetrievalIntent, RetrievalScope, TimeBoundary, RetrievalBudget
+from scopelens.core.contracts import Anchors, RetrievalBudget, RetrievalIntent, RetrievalScope, TimeBoundary
 from scopelens.core.hashing import text_hash
 from scopelens.core.pipeline.policy import Policy, VisibilityRule
 from scopelens.core.vocab import Purpose, Stage, Visibility
@@ -53,7 +53,9 @@ def test_3_time_boundary_selects_the_version_current_at_as_of(lab):
     old_time = lab.clock.now()
     old_text = AUTH_FILES["docs/rules/mocks.md"]
     lab.clock.advance(timedelta(days=3))
-    write(root, {"docs/rules/mocks.md": "# Test mocks\n\nMocks may default role to viewer since v2; role admin must be explicit.\n"})
+    write(
+        root, {"docs/rules/mocks.md": "# Test mocks\n\nMocks may default role to viewer since v2; role admin must be explicit.\n"}
+    )
     lab.index(root, "alpha")
     scope = RetrievalScope(project="alpha", time_boundary=TimeBoundary(as_of=old_time + timedelta(minutes=30)))
     observation = lab.retriever().retrieve(FIX_TEST, scope)

@@ -52,7 +52,9 @@ def test_demo_rebuilds_when_the_samples_change(capsys, monkeypatch, tmp_path):
     samples = tmp_path / "samples"
     import shutil
 
-    shutil.copytree(Path(__file__).resolve().parents[2] / "sample_sessions" / "billing-cents-time", samples / "billing-cents-time")
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "sample_sessions" / "billing-cents-time", samples / "billing-cents-time"
+    )
     monkeypatch.setenv("SCOPELENS_SAMPLES", str(samples))
     assert main(["demo", "--no-ui"]) == 0
     capsys.readouterr()

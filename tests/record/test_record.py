@@ -187,7 +187,7 @@ def test_a_citation_of_unseen_evidence_is_citation_distortion(tmp_path):
     distortions = [f for f in result.findings if f.kind == FindingKind.CITATION_DISTORTION]
     assert {(f.citation_id, f.source_ref) for f in distortions} == {("rule#7", None), (None, "src/billing/invoice.ts:1-9")}
     with Store.open(db, read_only=True) as store:
-        response = [e for e in store.events(result.session_id) if e.type.value == "model.response"][0]
+        response = next(e for e in store.events(result.session_id) if e.type.value == "model.response")
     assert response.payload["text"] == "See [rule#7] and [src/billing/invoice.ts:1-9]."
     assert response.payload["cited_ids"] == ["rule#7"]
 
@@ -200,11 +200,21 @@ def test_an_uncited_reply_under_a_citation_policy_is_a_finding(tmp_path):
 
 
 def test_key_terms_and_support_rule():
-    assert key_terms("createUserMock sets no role default") == ["createusermock", "create", "user", "mock", "sets", "role", "default"]
+    assert key_terms("createUserMock sets no role default") == [
+        "createusermock",
+        "create",
+        "user",
+        "mock",
+        "sets",
+        "role",
+        "default",
+    ]
     text = "export function createUserMock(overrides) { return { ...overrides }; } // sets no role default"
     assert check_support("createUserMock sets no role default", text).supported
     assert not check_support("the limiter resets buckets at midnight", text).supported
-    assert check_support("本番の default role は変更しなかった", "本番の createUserMock の default role は変更しなかった。").supported
+    assert check_support(
+        "本番の default role は変更しなかった", "本番の createUserMock の default role は変更しなかった。"
+    ).supported
 
 
 def test_a_scope_naming_another_project_is_permission_pollution(tmp_path):
@@ -230,7 +240,10 @@ def test_a_scope_naming_another_project_is_permission_pollution(tmp_path):
         ({"project": "p", "steps": [{"tool": "t", "exitcode": 1}]}, "steps[0] (tool): exitcode"),
         ({"project": "p", "steps": [{"retrieve": {"question": "q", "anchor": {}}}]}, "steps[0] (retrieve): anchor"),
         ({"project": "p", "steps": [{"retrieve": {"question": "q", "scope": {"budgett": {}}}}]}, "scope: budgett"),
-        ({"project": "p", "steps": [{"reply": {"text": "t", "cites": [{"source_ref": "a:1-2", "claim": "c", "x": 1}]}}]}, "cites.0.x"),
+        (
+            {"project": "p", "steps": [{"reply": {"text": "t", "cites": [{"source_ref": "a:1-2", "claim": "c", "x": 1}]}}]},
+            "cites.0.x",
+        ),
         ({"project": "p", "steps": [{"expect": [{"finding": "similarity", "outcome": "occurred"}]}]}, "expect.0.finding"),
         ({"project": "p", "steps": [{"jump": 1}]}, "steps[0]: a step has exactly one of"),
         ({"project": "p", "steps": [{"edit": {"path": "../x", "content": "y"}}]}, "edit.path"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -48,7 +49,7 @@ def test_each_event_links_to_the_one_before(populated):
         events = store.events(sessions[0])
     assert [e.seq for e in events] == list(range(6))
     assert events[0].type == EventType.SESSION_STARTED
-    for before, after in zip(events, events[1:]):
+    for before, after in itertools.pairwise(events):
         assert after.prev_hash == sha256_hex(canonical_json(before))
 
 
@@ -181,9 +182,8 @@ def test_triggers_refuse_update_and_delete(populated):
             "DELETE FROM blobs",
             "UPDATE snapshot_rows SET reason = 'x'",
         ):
-            with pytest.raises(Exception, match="append-only"):
-                with engine.begin() as conn:
-                    conn.execute(text(statement))
+            with pytest.raises(Exception, match="append-only"), engine.begin() as conn:
+                conn.execute(text(statement))
     finally:
         engine.dispose()
     assert report_for(url).clean

@@ -7,7 +7,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -48,7 +47,7 @@ def test_verify_is_clean_while_others_write(store_url):
         for thread in threads:
             thread.join(timeout=60)
     assert errors == []
-    assert all(r.clean for r in reports), [r.problems for r in reports if not r.clean][0]
+    assert all(r.clean for r in reports), next(r.problems for r in reports if not r.clean)
     assert reports[-1].events > reports[0].events >= WRITERS  # the writers did write meanwhile
 
 

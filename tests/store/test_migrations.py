@@ -43,13 +43,12 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
 
 
 def test_exact_columns_on_a_migrated_store(store_url):
-    with Store.open(store_url, create=True) as store:
-        with store.engine.connect() as conn:
-            inspector = inspect(conn)
-            actual = {
-                table: [column["name"] for column in inspector.get_columns(table)]
-                for table in inspector.get_table_names()
-            }
+    with Store.open(store_url, create=True) as store, store.engine.connect() as conn:
+        inspector = inspect(conn)
+        actual = {
+            table: [column["name"] for column in inspector.get_columns(table)]
+            for table in inspector.get_table_names()
+        }
     assert {t: c for t, c in actual.items() if t in EXPECTED_COLUMNS} == EXPECTED_COLUMNS
     assert set(actual) == set(EXPECTED_COLUMNS)
 
@@ -62,10 +61,9 @@ def test_sqlmodel_tables_match_the_migrated_columns():
 def test_migrations_are_recorded_in_order_and_reopening_is_a_no_op(store_url):
     with Store.open(store_url, create=True):
         pass
-    with Store.open(store_url) as store:
-        with store.engine.connect() as conn:
-            rows = conn.execute(text("SELECT ordinal, name FROM scopelens_migrations ORDER BY ordinal")).all()
-            version = conn.execute(text("SELECT value FROM scopelens_meta WHERE key='schema_version'")).scalar()
+    with Store.open(store_url) as store, store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT ordinal, name FROM scopelens_migrations ORDER BY ordinal")).all()
+        version = conn.execute(text("SELECT value FROM scopelens_meta WHERE key='schema_version'")).scalar()
     assert [(o, n) for o, n in rows] == [(i, m.name) for i, m in enumerate(MIGRATIONS, start=1)]
     assert version == str(len(MIGRATIONS))
     assert [m.name for m in MIGRATIONS] == sorted(m.name for m in MIGRATIONS)
@@ -79,19 +77,17 @@ def test_postings_keep_their_rows_when_rekeyed_by_term(store_url, monkeypatch):
     before = names.index("0006_postings_by_term")
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:before])
     rows = [(1, "beta", b"\x01\x00\x00\x00", b"\x02\x00"), (1, "alpha", b"\x00\x00\x00\x00", b"\x01\x00")]
-    with Store.open(store_url, create=True) as store:
-        with store.engine.begin() as conn:
-            for run_id, term, ids, tfs in rows:
-                conn.execute(
-                    text("INSERT INTO index_postings (run_id, term, chunk_ids, tfs) VALUES (:r, :t, :i, :f)"),
-                    {"r": run_id, "t": term, "i": ids, "f": tfs},
-                )
+    with Store.open(store_url, create=True) as store, store.engine.begin() as conn:
+        for run_id, term, ids, tfs in rows:
+            conn.execute(
+                text("INSERT INTO index_postings (run_id, term, chunk_ids, tfs) VALUES (:r, :t, :i, :f)"),
+                {"r": run_id, "t": term, "i": ids, "f": tfs},
+            )
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS)
-    with Store.open(store_url) as store:
-        with store.engine.connect() as conn:
-            stored = conn.execute(text("SELECT run_id, term, chunk_ids, tfs FROM index_postings ORDER BY term")).all()
-            inspector = inspect(conn)
-            key = inspector.get_pk_constraint("index_postings")["constrained_columns"]
-            indexes = inspector.get_indexes("index_postings")
+    with Store.open(store_url) as store, store.engine.connect() as conn:
+        stored = conn.execute(text("SELECT run_id, term, chunk_ids, tfs FROM index_postings ORDER BY term")).all()
+        inspector = inspect(conn)
+        key = inspector.get_pk_constraint("index_postings")["constrained_columns"]
+        indexes = inspector.get_indexes("index_postings")
     assert [(r, t, bytes(i), bytes(f)) for r, t, i, f in stored] == sorted(rows, key=lambda row: row[1])
     assert key == ["term", "run_id"] and indexes == []

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from scopelens.core.cli import main
@@ -24,9 +23,18 @@ def scenario(base: Path) -> Path:
     (workspace / "src").mkdir(parents=True)
     (workspace / "src" / "billing.py").write_text(
         f'STRIPE_KEY = "{STRIPE}"\n\ndef charge(amount):\n    return round(amount * 100)\n')
-    (base.parent / "memories.jsonl").write_text(json.dumps({
-        "id": "mem-1", "project": "bill", "status": "verified", "valid_from": "2026-01-01T00:00:00Z", "content": f"the deploy token is {GITHUB}",
-    }) + "\n")
+    (base.parent / "memories.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "mem-1",
+                "project": "bill",
+                "status": "verified",
+                "valid_from": "2026-01-01T00:00:00Z",
+                "content": f"the deploy token is {GITHUB}",
+            }
+        )
+        + "\n"
+    )
     intent = {
         "purpose": "fix-test", "question": f"charge fails when called with key {AWS} and token {GITHUB}",
         "anchors": {"error_text": f"AuthError: bad key {AWS}", "traceback": f"token={GITHUB}",

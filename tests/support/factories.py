@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from scopelens.core.contracts import (
     AuditSnapshot,
@@ -22,10 +22,12 @@ from scopelens.core.contracts import (
 from scopelens.core.hashing import sha256_hex, text_hash
 from scopelens.core.vocab import Authority, EvidenceKind, Source, Stage, SubQueryIntent, Trust, Visibility
 
-T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
-def make_snapshot(snapshot_id: str, session_id: str, *, turn: int = 1, texts: tuple[str, ...] = ("def f():\n    return 1",)) -> tuple[AuditSnapshot, str]:
+def make_snapshot(
+    snapshot_id: str, session_id: str, *, turn: int = 1, texts: tuple[str, ...] = ("def f():\n    return 1",)
+) -> tuple[AuditSnapshot, str]:
     """A minimal valid snapshot with one selected item per text and one rejection; and its block."""
     items = []
     for n, body in enumerate(texts, start=1):
@@ -78,7 +80,9 @@ def make_snapshot(snapshot_id: str, session_id: str, *, turn: int = 1, texts: tu
             ),
         ),
         ranked=tuple(
-            RankedEntry(rank=i.rank, candidate_id=i.candidate_id, source_ref=i.source_ref, path=i.path, final_score=0.5, selected=True)
+            RankedEntry(
+                rank=i.rank, candidate_id=i.candidate_id, source_ref=i.source_ref, path=i.path, final_score=0.5, selected=True
+            )
             for i in items
         ),
         budget=BudgetRecord(max_tokens=1200, estimated_tokens=20, max_items=8, trimming_policy="keep-anchors"),

@@ -125,7 +125,7 @@ class PostgresServer:
         return self.base_dir
 
     # -- lifecycle ---------------------------------------------------------
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         if self._started:
             return self
         self.base_dir = self._make_base_dir()
@@ -159,7 +159,7 @@ class PostgresServer:
             self._cleanup_dir()
             atexit.unregister(self.stop)
 
-    def __enter__(self) -> "PostgresServer":
+    def __enter__(self) -> PostgresServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from scopelens.core.clock import SequentialIds, SteppingClock
@@ -13,7 +13,7 @@ from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.retriever import Retriever
 from scopelens.core.store.store import Store
 
-T0 = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 2, 2, 9, 0, tzinfo=UTC)
 
 AUTH_FILES = {
     "src/auth/session.ts": (

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import update
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core.clock import stored_time
 from scopelens.core.contracts import MemoryRecord, parse_input
@@ -54,22 +55,22 @@ def import_memories(store: Store, records: Iterable[MemoryRecord]) -> tuple[int,
             clean = record.model_copy(update={"content": redacted.text})
             body = canonical_json(clean)
             existing = conn.get(MemoryRow, clean.id)
-            values = {"project": clean.project, "status": clean.status.value, "body": body,
+            values: dict[str, Any] = {"project": clean.project, "status": clean.status.value, "body": body,
                           "content_hash": sha256_hex(body), "updated_at": now}
             if existing is None:
                 conn.add(MemoryRow(id=clean.id, **values))
             else:
-                conn.execute(update(MemoryRow).where(MemoryRow.id == clean.id).values(**values))
+                conn.execute(update(MemoryRow).where(col(MemoryRow.id) == clean.id).values(**values))
             imported += 1
     return imported, redactions
 
 
 def list_memories(store: Store, *, project: str | None = None, status: MemoryStatus | None = None) -> list[MemoryRecord]:
-    statement = select(MemoryRow.body).order_by(MemoryRow.project, MemoryRow.id)
+    statement = select(col(MemoryRow.body)).order_by(col(MemoryRow.project), col(MemoryRow.id))
     if project is not None:
-        statement = statement.where(MemoryRow.project == project)
+        statement = statement.where(col(MemoryRow.project) == project)
     if status is not None:
-        statement = statement.where(MemoryRow.status == status.value)
+        statement = statement.where(col(MemoryRow.status) == status.value)
     with store.read() as conn:
         return [MemoryRecord.model_validate_json(as_bytes(body)) for body in conn.execute(statement).scalars()]
 
@@ -78,7 +79,9 @@ def memory_versions(store: Store, project: str) -> list[tuple[MemoryRecord, str]
     """Every memory of a project with the hash of its stored version."""
     with store.read() as conn:
         rows = conn.execute(
-            select(MemoryRow.body, MemoryRow.content_hash).where(MemoryRow.project == project).order_by(MemoryRow.id)
+            select(col(MemoryRow.body), col(MemoryRow.content_hash))
+            .where(col(MemoryRow.project) == project)
+            .order_by(col(MemoryRow.id))
         ).all()
     return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
 
@@ -86,13 +89,13 @@ def memory_versions(store: Store, project: str) -> list[tuple[MemoryRecord, str]
 def all_memory_versions(store: Store) -> list[tuple[MemoryRecord, str]]:
     """Every memory of every project (the scope probe uses this; never model-visible)."""
     with store.read() as conn:
-        rows = conn.execute(select(MemoryRow.body, MemoryRow.content_hash).order_by(MemoryRow.id)).all()
+        rows = conn.execute(select(col(MemoryRow.body), col(MemoryRow.content_hash)).order_by(col(MemoryRow.id))).all()
     return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
 
 
 def _get(store: Store, memory_id: str) -> MemoryRecord:
     with store.read() as conn:
-        body = conn.execute(select(MemoryRow.body).where(MemoryRow.id == memory_id)).scalar()
+        body = conn.execute(select(col(MemoryRow.body)).where(col(MemoryRow.id) == memory_id)).scalar()
     if body is None:
         raise UnknownIdError(f"no memory {memory_id!r} in this store")
     return MemoryRecord.model_validate_json(as_bytes(body))
@@ -103,7 +106,7 @@ def _replace(store: Store, record: MemoryRecord) -> MemoryRecord:
     with store.write() as conn:
         conn.execute(
             update(MemoryRow)
-            .where(MemoryRow.id == record.id)
+            .where(col(MemoryRow.id) == record.id)
             .values(status=record.status.value, body=body, content_hash=sha256_hex(body),
                     updated_at=stored_time(store.clock.now()))
         )

@@ -16,16 +16,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from sqlalchemy import func, or_, tuple_
-from sqlmodel import select
+from sqlalchemy import ColumnElement, func, or_, tuple_
+from sqlalchemy import select as sa_select  # sqlmodel's select is typed for up to four columns
+from sqlmodel import col, select
 
 # DriftReport, DriftRunSummary and WhyNotAnswer are frozen results the UI shows as they are: it
 # imports them from here (re-exported), never from the audit modules.
 from scopelens.core.audit.drift import DriftReport as DriftReport
 from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
 from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run
-from scopelens.core.audit.whynot import QueryKind, why_not
+from scopelens.core.audit.whynot import QUERY_KINDS as QUERY_KINDS
+from scopelens.core.audit.whynot import QueryKind as QueryKind
 from scopelens.core.audit.whynot import WhyNotAnswer as WhyNotAnswer
+from scopelens.core.audit.whynot import why_not
 from scopelens.core.clock import Clock, IdSource
 from scopelens.core.contracts import (
     SCORE_COLUMNS,
@@ -167,6 +170,8 @@ class SnapshotView:
     """(response event ref, cited ids) for the responses of this turn."""
 
 
+SessionSort = Literal["started", "project", "turns", "snapshots"]
+SESSION_SORTS: tuple[SessionSort, ...] = ("started", "project", "turns", "snapshots")
 SCORE_SORTS = ("final", "lexical", "anchor", "authority", "recency")
 SHOWN_SCORES = tuple(name for name in SCORE_COLUMNS if name != "semantic")
 """The scores a candidate row shows: ``semantic`` stays 0 (the engine has no embedding model)."""
@@ -197,38 +202,42 @@ class ReadModel:
         self,
         *,
         text: str = "",
-        sort: Literal["started", "project", "turns", "snapshots"] = "started",
+        sort: SessionSort = "started",
         descending: bool = True,
         after: tuple[Any, ...] | None = None,
         limit: int = 200,
     ) -> Page[SessionView]:
         """A page of sessions, filtered by ``text`` (id, project, branch, title), paged by key."""
         column = {
-            "started": SessionRow.created_at,
-            "project": SessionRow.project,
-            "turns": SessionHeadRow.last_turn,
-            "snapshots": SessionHeadRow.snapshot_count,
+            "started": col(SessionRow.created_at),
+            "project": col(SessionRow.project),
+            "turns": col(SessionHeadRow.last_turn),
+            "snapshots": col(SessionHeadRow.snapshot_count),
         }[sort]
-        base = select(*_SESSION_VIEW_COLUMNS).join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
-        count = select(func.count()).select_from(SessionRow).join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
+        base = sa_select(*_SESSION_VIEW_COLUMNS).join(SessionHeadRow, col(SessionHeadRow.session_id) == col(SessionRow.id))
+        count = (
+            select(func.count())
+            .select_from(SessionRow)
+            .join(SessionHeadRow, col(SessionHeadRow.session_id) == col(SessionRow.id))
+        )
         if text:
             pattern = f"%{text.lower()}%"
             condition = or_(
-                func.lower(SessionRow.id).like(pattern),
-                func.lower(SessionRow.project).like(pattern),
-                func.lower(func.coalesce(SessionRow.branch, "")).like(pattern),
-                func.lower(SessionRow.title).like(pattern),
+                func.lower(col(SessionRow.id)).like(pattern),
+                func.lower(col(SessionRow.project)).like(pattern),
+                func.lower(func.coalesce(col(SessionRow.branch), "")).like(pattern),
+                func.lower(col(SessionRow.title)).like(pattern),
             )
             base, count = base.where(condition), count.where(condition)
         # Tie-break on the id of the sorted column's own table, so one index (value, id) serves
         # both the order and the page key (migration 0007_session_sort_indexes).
-        tie = SessionHeadRow.session_id if sort in ("turns", "snapshots") else SessionRow.id
+        tie = col(SessionHeadRow.session_id) if sort in ("turns", "snapshots") else col(SessionRow.id)
         key = tuple_(column, tie)
         if after is not None:
             base = base.where(key < tuple_(*after) if descending else key > tuple_(*after))
-        order = (column.desc(), tie.desc()) if descending else (column, tie)  # type: ignore[attr-defined]
+        order = (column.desc(), tie.desc()) if descending else (column, tie)
         with self.store.read() as conn:
-            rows = conn.exec(base.order_by(*order).limit(limit)).all()
+            rows = conn.execute(base.order_by(*order).limit(limit)).all()
             total = int(conn.execute(count).scalar_one())
         views = tuple(_session_view(row) for row in rows)
         next_after = None
@@ -241,10 +250,10 @@ class ReadModel:
 
     def session(self, session_id: str) -> SessionView:
         with self.store.read() as conn:
-            row = conn.exec(
-                select(*_SESSION_VIEW_COLUMNS)
-                .join(SessionHeadRow, SessionHeadRow.session_id == SessionRow.id)
-                .where(SessionRow.id == session_id)
+            row = conn.execute(
+                sa_select(*_SESSION_VIEW_COLUMNS)
+                .join(SessionHeadRow, col(SessionHeadRow.session_id) == col(SessionRow.id))
+                .where(col(SessionRow.id) == session_id)
             ).first()
         if row is None:
             raise UnknownIdError(f"no session {session_id!r} in this store")
@@ -369,23 +378,23 @@ class ReadModel:
             raise ScopelensError(f"cannot sort candidates by {sort!r}")
         table = SnapshotCandidateRow
         column = getattr(table, sort)
-        where = [table.snapshot_id == snapshot_id]
+        where: list[ColumnElement[bool]] = [col(table.snapshot_id) == snapshot_id]
         if stage is not None:
-            where.append(table.stage == stage.value)
+            where.append(col(table.stage) == stage.value)
         if text:
             pattern = f"%{text.lower()}%"
-            where.append(or_(func.lower(table.source_ref).like(pattern), func.lower(table.reason).like(pattern)))
+            where.append(or_(func.lower(col(table.source_ref)).like(pattern), func.lower(col(table.reason)).like(pattern)))
         ordered = func.coalesce(column, -1.0) if sort in SCORE_SORTS else column
         key = tuple_(ordered, table.ordinal)
         statement = select(table).where(*where)
         if after is not None:
             statement = statement.where(key < tuple_(*after) if descending else key > tuple_(*after))
-        order = (ordered.desc(), table.ordinal.desc()) if descending else (ordered, table.ordinal)
+        order = (ordered.desc(), col(table.ordinal).desc()) if descending else (ordered, col(table.ordinal))
         with self.store.read() as conn:
             rows = list(conn.exec(statement.order_by(*order).limit(limit)))
             total = int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
             if not rows and after is None and total == 0:
-                exists = conn.execute(select(SnapshotRow.id).where(SnapshotRow.id == snapshot_id)).scalar()
+                exists = conn.execute(select(col(SnapshotRow.id)).where(col(SnapshotRow.id) == snapshot_id)).scalar()
                 if exists is None:
                     raise UnknownIdError(f"no snapshot {snapshot_id!r} in this store")
         views = tuple(_candidate_row(r) for r in rows)
@@ -426,9 +435,9 @@ class ReadModel:
 
 
 _SESSION_VIEW_COLUMNS = (
-    SessionRow.id, SessionRow.project, SessionRow.branch, SessionRow.title, SessionRow.agent,
-    SessionRow.created_at, SessionHeadRow.last_turn, SessionHeadRow.head_seq,
-    SessionHeadRow.snapshot_count, SessionHeadRow.head_hash,
+    col(SessionRow.id), col(SessionRow.project), col(SessionRow.branch), col(SessionRow.title), col(SessionRow.agent),
+    col(SessionRow.created_at), col(SessionHeadRow.last_turn), col(SessionHeadRow.head_seq),
+    col(SessionHeadRow.snapshot_count), col(SessionHeadRow.head_hash),
 )
 """What a SessionView needs, selected as columns: no ORM objects are built for a list page."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("whynot.ask", "enter", "ask", "Ask", "Answer for the typed path, symbol or text", "why-not: ask", "whynot", show=False),
 )
 
-def bindings_for(scope: str) -> list[Binding]:
+def bindings_for(scope: str) -> list[BindingType]:
     """The footer bindings of one screen (or of the app)."""
     return [
         Binding(a.key, a.action.removeprefix("app.") if scope == "app" else a.action, a.description,

@@ -8,7 +8,6 @@ except when the user explicitly runs drift (which records the run).
 from __future__ import annotations
 
 from textual.app import App
-from textual.binding import Binding
 
 from scopelens.core.clock import Clock, IdSource
 from scopelens.core.errors import ScopelensError
@@ -26,7 +25,7 @@ class InspectorApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "scopelens inspector"
     COMMANDS = App.COMMANDS | {ActionCommands}
-    BINDINGS: list[Binding] = bindings_for("app")  # type: ignore[assignment]
+    BINDINGS = bindings_for("app")
 
     def __init__(
         self,
@@ -73,9 +72,9 @@ class InspectorApp(App[None]):
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         if len(self.screen_stack) > 2:
-            self.pop_screen()
+            await self.pop_screen()
 
     def copy_id(self, value: str) -> None:
         self.copy_to_clipboard(value)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import ValidationError
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core import ENGINE_VERSION
 from scopelens.core.clock import Clock, SystemClock, stored_time
@@ -221,9 +221,9 @@ def drift_session(
 
 
 def list_drift_runs(store: Store, snapshot_id: str | None = None) -> list[DriftRunSummary]:
-    statement = select(DriftRunRow).order_by(DriftRunRow.created_at, DriftRunRow.id)
+    statement = select(DriftRunRow).order_by(col(DriftRunRow.created_at), col(DriftRunRow.id))
     if snapshot_id is not None:
-        statement = statement.where(DriftRunRow.snapshot_id == snapshot_id)
+        statement = statement.where(col(DriftRunRow.snapshot_id) == snapshot_id)
     with store.read() as conn:
         rows = list(conn.exec(statement))
     return [DriftRunSummary(r.id, r.snapshot_id, r.created_at, r.index_version, r.summary) for r in rows]

@@ -20,7 +20,7 @@ import re
 from typing import Literal
 
 from sqlalchemy import or_
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, RejectedItem, SnapshotItem, TrimRange
 from scopelens.core.errors import InvalidInputError
@@ -34,6 +34,7 @@ from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.vocab import EventType, Stage
 
 QueryKind = Literal["path", "symbol", "text"]
+QUERY_KINDS: tuple[QueryKind, ...] = ("path", "symbol", "text")
 
 
 class SubQueryRun(Contract):
@@ -152,19 +153,19 @@ def _index_chunks_for(store: Store, snapshot: AuditSnapshot, kind: QueryKind, va
     """Chunks of the snapshot's project that match, as the index was at the snapshot's time."""
     moment = to_micros(snapshot.created_at)
     statement = (
-        select(IndexChunkRow.id)
-        .join(IndexDocumentRow, IndexDocumentRow.id == IndexChunkRow.document_id)
-        .where(IndexDocumentRow.valid_from <= moment)
-        .where(or_(IndexDocumentRow.valid_to.is_(None), IndexDocumentRow.valid_to > moment))  # type: ignore[union-attr]
+        select(col(IndexChunkRow.id))
+        .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
+        .where(col(IndexDocumentRow.valid_from) <= moment)
+        .where(or_(col(IndexDocumentRow.valid_to).is_(None), col(IndexDocumentRow.valid_to) > moment))
     )
     if kind == "path":
         wanted = normalise_prefix(value)
-        statement = statement.where(or_(IndexChunkRow.path == wanted, IndexChunkRow.path.startswith(wanted + "/")))  # type: ignore[attr-defined]
+        statement = statement.where(or_(col(IndexChunkRow.path) == wanted, col(IndexChunkRow.path).startswith(wanted + "/")))
     elif kind == "symbol":
-        statement = statement.where(or_(IndexChunkRow.symbol == value, IndexChunkRow.symbol.endswith("." + value),  # type: ignore[union-attr]
-                                        IndexChunkRow.text.contains(value)))  # type: ignore[attr-defined]
+        statement = statement.where(or_(col(IndexChunkRow.symbol) == value, col(IndexChunkRow.symbol).endswith("." + value),
+                                        col(IndexChunkRow.text).contains(value)))
     else:
-        statement = statement.where(IndexChunkRow.text.contains(value))  # type: ignore[attr-defined]
+        statement = statement.where(col(IndexChunkRow.text).contains(value))
     with store.read() as conn:
         ids = list(conn.execute(statement.limit(200)).scalars())
     return sorted(fetch_chunks(store, ids).values(), key=lambda c: c.chunk_id)

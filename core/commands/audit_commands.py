@@ -10,7 +10,7 @@ from rich.table import Table
 
 from scopelens.core.audit.drift import DriftReport, compute_drift, drift_session, list_drift_runs
 from scopelens.core.audit.replay import ReplayedTurn, replay_session
-from scopelens.core.audit.whynot import why_not
+from scopelens.core.audit.whynot import QUERY_KINDS, QueryKind, why_not
 from scopelens.core.errors import IntegrityError, InvalidInputError
 from scopelens.core.output import console, print_json, short
 from scopelens.core.store.store import Store, event_summary
@@ -154,7 +154,8 @@ def _print_drift(report: DriftReport) -> None:
 
 
 def run_why_not(args: argparse.Namespace) -> int:
-    kind, value = next((k, getattr(args, k)) for k in ("path", "symbol", "text") if getattr(args, k) is not None)
+    kind: QueryKind
+    kind, value = next((k, getattr(args, k)) for k in QUERY_KINDS if getattr(args, k) is not None)
     with Store.open(args.db, read_only=True) as store:
         answer = why_not(store, args.snapshot, kind, value)
     if args.json:

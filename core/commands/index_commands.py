@@ -161,6 +161,7 @@ def run_search(args: argparse.Namespace) -> int:
         return 0
     table = Table("#", "score", "source_ref", "symbol", "source")
     for row in results:
-        table.add_row(str(row["rank"]), f"{row['score']:.3f}", row["source_ref"], row["symbol"] or "", row["source"])
+        cells = (row["source_ref"], row["symbol"] or "", row["source"])
+        table.add_row(str(row["rank"]), f"{row['score']:.3f}", *(str(cell) for cell in cells))
     out.print(table)
     return 0

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from scopelens.core.output import print_json
-from scopelens.core.record.findings import Outcome
 from scopelens.core.record.recorder import RecordResult
 from scopelens.core.store.store import Store
+from scopelens.core.vocab import Outcome
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core.contracts import Redaction
 from scopelens.core.hashing import as_bytes
@@ -66,8 +66,8 @@ def fetch_chunks(store: Store, chunk_ids: Iterable[int]) -> dict[int, ChunkRecor
         for start in range(0, len(wanted), 500):
             rows = conn.exec(
                 select(IndexChunkRow, IndexDocumentRow)
-                .join(IndexDocumentRow, IndexDocumentRow.id == IndexChunkRow.document_id)
-                .where(IndexChunkRow.id.in_(wanted[start : start + 500]))  # type: ignore[attr-defined]
+                .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
+                .where(col(IndexChunkRow.id).in_(wanted[start : start + 500]))
             )
             for chunk, document in rows:
                 source = Source(document.source)

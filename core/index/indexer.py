@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection, Table, func, insert, update
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import UnreadableFileError
@@ -48,7 +48,7 @@ from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.index.walker import SkippedPath, git_state, walk_workspace
 from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.store.store import Store
-from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
+from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow, table_of
 
 TF_MAX = np.iinfo(np.uint16).max
 Progress = Callable[[int, int, str], None]
@@ -235,12 +235,15 @@ def live_documents(store: Store, *, project: str, branch: str, root: str) -> dic
     with store.read() as conn:
         rows = conn.execute(
             select(
-                IndexDocumentRow.path, IndexDocumentRow.id, IndexDocumentRow.content_hash, IndexDocumentRow.source
+                col(IndexDocumentRow.path),
+                col(IndexDocumentRow.id),
+                col(IndexDocumentRow.content_hash),
+                col(IndexDocumentRow.source),
             ).where(
-                IndexDocumentRow.project == project,
-                IndexDocumentRow.branch == branch,
-                IndexDocumentRow.root == root,
-                IndexDocumentRow.valid_to.is_(None),  # type: ignore[union-attr]
+                col(IndexDocumentRow.project) == project,
+                col(IndexDocumentRow.branch) == branch,
+                col(IndexDocumentRow.root) == root,
+                col(IndexDocumentRow.valid_to).is_(None),
             )
         ).all()
     return {path: LiveDocument(int(doc_id), content_hash, source) for path, doc_id, content_hash, source in rows}
@@ -264,7 +267,7 @@ def write_run(
     prepared = sorted(prepared, key=lambda d: d.path)
     n_chunks = sum(len(d.chunks) for d in prepared)
     with gc_paused(), store.write() as conn:
-        chunk_lo = int(conn.execute(select(func.coalesce(func.max(IndexChunkRow.id), 0))).scalar_one()) + 1
+        chunk_lo = int(conn.execute(select(func.coalesce(func.max(col(IndexChunkRow.id)), 0))).scalar_one()) + 1
         run = IndexRunRow(
             project=report.project,
             branch=report.branch,
@@ -287,7 +290,7 @@ def write_run(
         superseded += [live[path].id for path in report.removed]
         if superseded:
             conn.execute(
-                update(IndexDocumentRow).where(IndexDocumentRow.id.in_(superseded)).values(valid_to=now_us)  # type: ignore[union-attr]
+                update(IndexDocumentRow).where(col(IndexDocumentRow.id).in_(superseded)).values(valid_to=now_us)
             )
         connection = conn.connection()
         if _sqlite_driver(connection) is not None:
@@ -297,21 +300,21 @@ def write_run(
         document_ids = _insert_documents(connection, run_id, report, prepared, now_us)
         # Rows are generated as they are inserted: few objects live long enough to make the
         # garbage collector walk the whole corpus (a full collection over millions of tokens).
-        _insert_many(connection, IndexChunkRow.__table__, _CHUNK_COLUMNS, _chunk_rows(prepared, document_ids, run_id, chunk_lo))
+        _insert_many(connection, table_of(IndexChunkRow), _CHUNK_COLUMNS, _chunk_rows(prepared, document_ids, run_id, chunk_lo))
         all_tokens = list(chain.from_iterable(document.tokens for document in prepared))
         packed = _PackedPostings.build(all_tokens)
         driver = _sqlite_driver(connection)
         if driver is not None:
             batches = packed.value_batches(run_id, _rows_per_statement(driver, _POSTING_COLUMNS))
-            _execute_batches(driver, IndexPostingRow.__table__, _POSTING_COLUMNS, batches)
+            _execute_batches(driver, table_of(IndexPostingRow), _POSTING_COLUMNS, batches)
         else:
             _insert_many(
                 connection,
-                IndexPostingRow.__table__,
+                table_of(IndexPostingRow),
                 _POSTING_COLUMNS,
                 [(run_id, term, ids, tfs) for term, ids, tfs in packed.postings()],
             )
-        conn.execute(update(IndexRunRow).where(IndexRunRow.id == run_id).values(finished_at=now_us))
+        conn.execute(update(IndexRunRow).where(col(IndexRunRow.id) == run_id).values(finished_at=now_us))
         return run_id
 
 
@@ -376,7 +379,7 @@ def _insert_documents(
     ]
     if not rows:
         return []
-    table = IndexDocumentRow.__table__
+    table = table_of(IndexDocumentRow)
     driver = _sqlite_driver(connection)
     if driver is not None:  # the driver's cursor and lastrowid
         sql = _insert_sql(table.name, _DOCUMENT_COLUMNS)
@@ -385,7 +388,8 @@ def _insert_documents(
             ids = []
             for row in rows:
                 cursor.execute(sql, row)
-                ids.append(int(cursor.lastrowid))
+                assert cursor.lastrowid is not None  # an INSERT on a rowid table always sets it
+                ids.append(cursor.lastrowid)
             return ids
         finally:
             cursor.close()
@@ -566,7 +570,7 @@ def _occurrences_by_object(
     """
     objects = np.fromiter(chain.from_iterable(chunk_token_lists), dtype=object, count=total)
     addresses = np.frombuffer(
-        (ctypes.c_ssize_t * total).from_address(objects.ctypes.data), dtype=np.intp
+        memoryview((ctypes.c_ssize_t * total).from_address(objects.ctypes.data)), dtype=np.intp
     ).astype(np.int64)
     addresses -= addresses.min()
     common = int(np.bitwise_or.reduce(addresses))

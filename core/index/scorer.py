@@ -46,7 +46,8 @@ from urllib.parse import quote
 
 import numpy as np
 from sqlalchemy import func
-from sqlmodel import select
+from sqlalchemy import select as sa_select  # sqlmodel's select is typed for up to four columns
+from sqlmodel import col, select
 
 from scopelens.core.hashing import as_bytes
 from scopelens.core.index.timeutil import FOREVER
@@ -165,7 +166,8 @@ class _Term:
         """``weight * idf * tf * (k1 + 1) / denominator`` over postings ``a:b``."""
         if weight == 1.0:  # (1.0 * idf) == idf, so this is the same float32 result
             return self.unweighted[a:b]
-        return (weight * self.idf) * self.tf[a:b] * _K1_PLUS_1 / self.denominator[a:b]
+        scored: np.ndarray = (weight * self.idf) * self.tf[a:b] * _K1_PLUS_1 / self.denominator[a:b]
+        return scored
 
 
 def _scope_key(flt: RecallFilter) -> tuple[object, ...]:
@@ -257,9 +259,9 @@ class Scorer:
         key = self._probe_key(project)
         if key is not None:
             return key
-        statement = select(func.coalesce(func.max(IndexRunRow.id), 0))
+        statement = select(func.coalesce(func.max(col(IndexRunRow.id)), 0))
         if project is not None:
-            statement = statement.where(IndexRunRow.project == project)
+            statement = statement.where(col(IndexRunRow.project) == project)
         with self.store.read() as conn:
             return int(conn.execute(statement).scalar_one())
 
@@ -302,23 +304,23 @@ class Scorer:
         return view
 
     def _load_view(self, project: str | None, key: int) -> _View:
-        runs_query = select(IndexRunRow).order_by(IndexRunRow.id)
+        runs_query = select(IndexRunRow).order_by(col(IndexRunRow.id))
         chunk_query = (
-            select(
-                IndexChunkRow.id,
-                IndexChunkRow.run_id,
-                IndexChunkRow.path,
-                IndexChunkRow.token_count,
-                IndexDocumentRow.valid_from,
-                IndexDocumentRow.valid_to,
-                IndexDocumentRow.source,
+            sa_select(
+                col(IndexChunkRow.id),
+                col(IndexChunkRow.run_id),
+                col(IndexChunkRow.path),
+                col(IndexChunkRow.token_count),
+                col(IndexDocumentRow.valid_from),
+                col(IndexDocumentRow.valid_to),
+                col(IndexDocumentRow.source),
             )
-            .join(IndexDocumentRow, IndexDocumentRow.id == IndexChunkRow.document_id)
-            .order_by(IndexChunkRow.id)
+            .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
+            .order_by(col(IndexChunkRow.id))
         )
         if project is not None:
-            runs_query = runs_query.where(IndexRunRow.project == project)
-            chunk_query = chunk_query.where(IndexDocumentRow.project == project)
+            runs_query = runs_query.where(col(IndexRunRow.project) == project)
+            chunk_query = chunk_query.where(col(IndexDocumentRow.project) == project)
         with self.store.read() as conn:
             runs = list(conn.exec(runs_query))
             rows = conn.execute(chunk_query.execution_options(yield_per=5000)).all()
@@ -351,9 +353,14 @@ class Scorer:
             for batch_start in range(0, len(want_terms), 500):
                 batch = want_terms[batch_start : batch_start + 500]
                 rows = conn.execute(
-                    select(IndexPostingRow.run_id, IndexPostingRow.term, IndexPostingRow.chunk_ids, IndexPostingRow.tfs)
-                    .where(IndexPostingRow.term.in_(batch))  # type: ignore[attr-defined]
-                    .where(IndexPostingRow.run_id.in_(want_runs))  # type: ignore[attr-defined]
+                    select(
+                        col(IndexPostingRow.run_id),
+                        col(IndexPostingRow.term),
+                        col(IndexPostingRow.chunk_ids),
+                        col(IndexPostingRow.tfs),
+                    )
+                    .where(col(IndexPostingRow.term).in_(batch))
+                    .where(col(IndexPostingRow.run_id).in_(want_runs))
                 )
                 for run_id, term, ids, tfs in rows:
                     self._postings[(int(run_id), term)] = (

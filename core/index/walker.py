@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import pathspec
+from pathspec import GitIgnoreSpec
 
 from scopelens.core.errors import PathEscapeError, UnreadableFileError
 from scopelens.core.textsafety import escape_controls, unsafe_name
@@ -30,7 +30,6 @@ SkipReason = Literal[
 ALWAYS_SKIPPED_DIRS = frozenset({".git", ".scopelens"})
 BINARY_SNIFF_BYTES = 8192
 GIT_TIMEOUT_SECONDS = 10.0
-_Spec = getattr(pathspec, "GitIgnoreSpec", pathspec.PathSpec)
 BAD_PATTERN_ERRORS = (ValueError, re.error)
 """What pathspec raises for a pattern it cannot compile (its own errors are ValueErrors)."""
 
@@ -91,7 +90,7 @@ def walk_workspace(root: Path, *, max_bytes: int = 1_000_000) -> WalkResult:
     ignored = 0
     # Ignore layers, most authoritative first: .scopelens/ignore, then the deepest .gitignore.
     scopelens_spec = _load_spec(root / ".scopelens" / "ignore", ".scopelens/ignore", skipped)
-    stack: list[tuple[str, Path, list[tuple[str, pathspec.PathSpec]]]] = [("", root, [])]
+    stack: list[tuple[str, Path, list[tuple[str, GitIgnoreSpec]]]] = [("", root, [])]
     while stack:
         rel_dir, abs_dir, layers = stack.pop()
         gitignore = _load_spec(abs_dir / ".gitignore", f"{rel_dir}.gitignore", skipped)
@@ -130,7 +129,10 @@ def walk_workspace(root: Path, *, max_bytes: int = 1_000_000) -> WalkResult:
                     subdirs.append((rel + "/", Path(entry.path), layers))
             else:
                 outcome = _check_file(entry, rel, max_bytes)
-                (files if isinstance(outcome, WalkedFile) else skipped).append(outcome)
+                if isinstance(outcome, WalkedFile):
+                    files.append(outcome)
+                else:
+                    skipped.append(outcome)
         stack.extend(reversed(subdirs))
     files.sort(key=lambda f: f.rel_path)
     skipped.sort(key=lambda s: s.rel_path)
@@ -209,8 +211,8 @@ def _check_file(entry: os.DirEntry[str], rel: str, max_bytes: int) -> WalkedFile
 
 def _ignored(
     rel: str,
-    scopelens_spec: pathspec.PathSpec | None,
-    layers: list[tuple[str, pathspec.PathSpec]],
+    scopelens_spec: GitIgnoreSpec | None,
+    layers: list[tuple[str, GitIgnoreSpec]],
 ) -> bool:
     """Whether ``rel`` (with a trailing "/" for a directory) is ignored."""
     if scopelens_spec is not None:
@@ -224,7 +226,7 @@ def _ignored(
     return False
 
 
-def _load_spec(path: Path, rel_path: str, problems: list[SkippedPath]) -> pathspec.PathSpec | None:
+def _load_spec(path: Path, rel_path: str, problems: list[SkippedPath]) -> GitIgnoreSpec | None:
     """The patterns of an ignore file, or None when there is none.
 
     A line pathspec cannot compile is dropped and recorded in ``problems`` (as
@@ -239,18 +241,18 @@ def _load_spec(path: Path, rel_path: str, problems: list[SkippedPath]) -> pathsp
         problems.append(SkippedPath(rel_path, "unreadable", _os_error(exc)))
         return None
     try:
-        return _Spec.from_lines(lines)
+        return GitIgnoreSpec.from_lines(lines)
     except BAD_PATTERN_ERRORS:
         pass  # find the bad lines one by one
     good = []
     for number, line in enumerate(lines, start=1):
         try:
-            _Spec.from_lines([line])
+            GitIgnoreSpec.from_lines([line])
         except BAD_PATTERN_ERRORS as exc:
             problems.append(SkippedPath(f"{rel_path}:{number}", "bad-ignore-pattern", f"{line!r} ({exc})"))
             continue
         good.append(line)
-    return _Spec.from_lines(good)
+    return GitIgnoreSpec.from_lines(good)
 
 
 def _link_target(path: str) -> str:

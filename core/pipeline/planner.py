@@ -133,7 +133,7 @@ def weighted_terms(intent: RetrievalIntent) -> tuple[WeightedTerm, ...]:
                 continue
             current = best.get(term)
             if current is None or current.weight < weight:
-                best[term] = WeightedTerm(term=term, weight=weight, kind=handle.kind)  # type: ignore[arg-type]
+                best[term] = WeightedTerm(term=term, weight=weight, kind=handle.kind)
     return tuple(best.values())
 
 

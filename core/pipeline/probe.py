@@ -11,8 +11,10 @@ Its results are runtime-only; no model-visible output carries them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlmodel import select
+from sqlalchemy import select as sa_select  # sqlmodel's select is typed for up to four columns
+from sqlmodel import col
 
 from scopelens.core.clock import when
 from scopelens.core.contracts import RejectedItem, RetrievalScope, SubQuery
@@ -84,25 +86,25 @@ def _denied_source_probe(
     return items
 
 
-def _provenance(store: Store, chunk_ids: list[int]) -> list[dict[str, object]]:
+def _provenance(store: Store, chunk_ids: list[int]) -> list[dict[str, Any]]:
     if not chunk_ids:
         return []
     with store.read() as conn:
         rows = conn.execute(
-            select(
-                IndexChunkRow.id, IndexChunkRow.path, IndexChunkRow.start_line, IndexChunkRow.end_line,
-                IndexDocumentRow.project, IndexDocumentRow.branch, IndexDocumentRow.root,
-                IndexDocumentRow.source, IndexDocumentRow.content_hash,
-                IndexDocumentRow.valid_from, IndexDocumentRow.valid_to,
+            sa_select(
+                col(IndexChunkRow.id), col(IndexChunkRow.path), col(IndexChunkRow.start_line), col(IndexChunkRow.end_line),
+                col(IndexDocumentRow.project), col(IndexDocumentRow.branch), col(IndexDocumentRow.root),
+                col(IndexDocumentRow.source), col(IndexDocumentRow.content_hash),
+                col(IndexDocumentRow.valid_from), col(IndexDocumentRow.valid_to),
             )
-            .join(IndexDocumentRow, IndexDocumentRow.id == IndexChunkRow.document_id)
-            .where(IndexChunkRow.id.in_(chunk_ids))  # type: ignore[attr-defined]
+            .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
+            .where(col(IndexChunkRow.id).in_(chunk_ids))
         ).mappings().all()
     order = {cid: n for n, cid in enumerate(chunk_ids)}
-    return sorted((dict(r) for r in rows), key=lambda r: order[int(r["id"])])  # type: ignore[arg-type]
+    return sorted((dict(r) for r in rows), key=lambda r: order[int(r["id"])])
 
 
-def _why_withheld(row: dict[str, object], scope: RetrievalScope, window: TimeWindow) -> tuple[Stage, str] | None:
+def _why_withheld(row: dict[str, Any], scope: RetrievalScope, window: TimeWindow) -> tuple[Stage, str] | None:
     if row["project"] != scope.project:
         return Stage.OUT_OF_SCOPE, f"project {row['project']} is outside the scope (project {scope.project})"
     if scope.branch is not None and row["branch"] != scope.branch:
@@ -115,8 +117,8 @@ def _why_withheld(row: dict[str, object], scope: RetrievalScope, window: TimeWin
     source = Source(str(row["source"]))
     if source in WORKSPACE_SOURCES and not scope.admits_source(source):
         return Stage.DENIED_SOURCE, f"source {source.value} is denied in this scope"
-    valid_from = from_micros(int(row["valid_from"]))  # type: ignore[arg-type]
-    valid_to = None if row["valid_to"] is None else from_micros(int(row["valid_to"]))  # type: ignore[arg-type]
+    valid_from = from_micros(int(row["valid_from"]))
+    valid_to = None if row["valid_to"] is None else from_micros(int(row["valid_to"]))
     as_of_given = scope.time_boundary.as_of is not None
     if valid_to is not None and (not as_of_given or valid_to <= window.as_of):
         return Stage.STALE, f"version superseded at {when(valid_to)}"
@@ -153,15 +155,15 @@ def _memory_probe(store: Store, terms: list[tuple[str, float]], scope: Retrieval
     return items
 
 
-def _item(candidate_id: str, row: dict[str, object], stage: Stage, reason: str) -> RejectedItem:
+def _item(candidate_id: str, row: dict[str, Any], stage: Stage, reason: str) -> RejectedItem:
     return RejectedItem(
         candidate_id=candidate_id,
         source=Source(str(row["source"])),
         source_ref=f"{row['path']}:{row['start_line']}-{row['end_line']}",
         source_version=str(row["content_hash"]),
         path=str(row["path"]),
-        line_start=int(row["start_line"]),  # type: ignore[arg-type]
-        line_end=int(row["end_line"]),  # type: ignore[arg-type]
+        line_start=int(row["start_line"]),
+        line_end=int(row["end_line"]),
         stage=stage,
         reason=reason,
         from_probe=True,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core.contracts import ArtifactRef, Candidate, Event, RetrievalScope, ScoreBreakdown, SubQuery
 from scopelens.core.errors import IntegrityError, UnknownIdError
@@ -161,16 +161,18 @@ class Recall:
 
     def _read_project_events(self, scope: RetrievalScope) -> list[Event]:
         statement = (
-            select(EventRow.body)
-            .join(SessionRow, SessionRow.id == EventRow.session_id)
-            .where(SessionRow.project == scope.project)
+            select(col(EventRow.body))
+            .join(SessionRow, col(SessionRow.id) == col(EventRow.session_id))
+            .where(col(SessionRow.project) == scope.project)
             .where(
-                EventRow.type.in_([EventType.USER_MESSAGE.value, EventType.MODEL_RESPONSE.value, EventType.TOOL_FINISHED.value])
-            )  # type: ignore[attr-defined]
-            .order_by(EventRow.store_seq)
+                col(EventRow.type).in_(
+                    [EventType.USER_MESSAGE.value, EventType.MODEL_RESPONSE.value, EventType.TOOL_FINISHED.value]
+                )
+            )
+            .order_by(col(EventRow.store_seq))
         )
         if scope.branch is not None:
-            statement = statement.where((SessionRow.branch == scope.branch) | (SessionRow.branch.is_(None)))  # type: ignore[union-attr]
+            statement = statement.where((col(SessionRow.branch) == scope.branch) | (col(SessionRow.branch).is_(None)))
         with self.store.read() as conn:
             return [Event.model_validate_json(bytes(body)) for body in conn.execute(statement).scalars()]
 

@@ -118,7 +118,7 @@ def _scope_score(candidate: Candidate, intent: RetrievalIntent) -> float:
 
 def _recency(candidate: Candidate, as_of: datetime) -> float:
     age_days = max((as_of - candidate.captured_at).total_seconds() / 86400.0, 0.0)
-    return 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+    return float(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS))
 
 
 def rerank(candidates: list[Candidate], intent: RetrievalIntent, purpose: Purpose, as_of: datetime) -> list[Candidate]:

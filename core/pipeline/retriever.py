@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core import ENGINE_VERSION
 from scopelens.core.clock import Clock, IdSource, RandomIds, SystemClock
@@ -286,7 +286,7 @@ class Retriever:
 
     def _current_turn(self, session_id: str) -> int:
         with self.store.read() as conn:
-            head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()
+            head = conn.exec(select(SessionHeadRow).where(col(SessionHeadRow.session_id) == session_id)).first()
         return max(head.last_turn if head else 0, 1)
 
     def _pins(self, scope: RetrievalScope) -> Pins:
@@ -295,11 +295,11 @@ class Retriever:
 
 def current_pins(store: Store, scope: RetrievalScope, policy: Policy, engine_version: str = ENGINE_VERSION) -> Pins:
     """What a retrieval under ``scope`` and ``policy`` would pin right now."""
-    statement = select(IndexRunRow).where(IndexRunRow.project == scope.project)
+    statement = select(IndexRunRow).where(col(IndexRunRow.project) == scope.project)
     if scope.branch is not None:
-        statement = statement.where(IndexRunRow.branch == scope.branch)
+        statement = statement.where(col(IndexRunRow.branch) == scope.branch)
     with store.read() as conn:
-        run = conn.exec(statement.order_by(IndexRunRow.id.desc())).first()  # type: ignore[union-attr]
+        run = conn.exec(statement.order_by(col(IndexRunRow.id).desc())).first()
     return Pins(
         engine_version=engine_version,
         config_hash=document_hash(engine_config()),

@@ -9,9 +9,10 @@ of scoped retrieval that the recorded facts show (see ``findings.py``).
 
 from __future__ import annotations
 
-from scopelens.core.record.findings import Finding, FindingKind, Outcome
+from scopelens.core.record.findings import Finding
 from scopelens.core.record.recorder import RecordResult, SnapshotRecord, record_script, record_scripts
 from scopelens.core.record.script import LoadedScript, load_script
+from scopelens.core.vocab import FindingKind, Outcome
 
 __all__ = [
     "Finding",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core.contracts import MemoryRecord
 from scopelens.core.hashing import sha256_hex
@@ -33,13 +33,13 @@ class Version:
 
 def versions_of(store: Store, *, project: str, path: str, branch: str | None = None) -> list[Version]:
     """Every indexed version of ``path`` in ``project`` (and ``branch`` when given), oldest first."""
-    statement = select(IndexDocumentRow.content_hash, IndexDocumentRow.valid_from, IndexDocumentRow.valid_to).where(
-        IndexDocumentRow.project == project, IndexDocumentRow.path == path
-    )
+    statement = select(
+        col(IndexDocumentRow.content_hash), col(IndexDocumentRow.valid_from), col(IndexDocumentRow.valid_to)
+    ).where(col(IndexDocumentRow.project) == project, col(IndexDocumentRow.path) == path)
     if branch is not None:
-        statement = statement.where(IndexDocumentRow.branch == branch)
+        statement = statement.where(col(IndexDocumentRow.branch) == branch)
     with store.read() as conn:
-        rows = conn.execute(statement.order_by(IndexDocumentRow.valid_from, IndexDocumentRow.id)).all()
+        rows = conn.execute(statement.order_by(col(IndexDocumentRow.valid_from), col(IndexDocumentRow.id))).all()
     return [
         Version(str(h), from_micros(int(start)), None if end is None else from_micros(int(end)))
         for h, start, end in rows
@@ -57,16 +57,16 @@ def chunk_text(
     """The stored (redacted, untrimmed) text of one chunk of one version of a file."""
     with store.read() as conn:
         text = conn.execute(
-            select(IndexChunkRow.text)
-            .join(IndexDocumentRow, IndexDocumentRow.id == IndexChunkRow.document_id)
+            select(col(IndexChunkRow.text))
+            .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
             .where(
-                IndexDocumentRow.project == project,
-                IndexDocumentRow.path == path,
-                IndexDocumentRow.content_hash == content_hash,
-                IndexChunkRow.start_line == start_line,
-                IndexChunkRow.end_line == end_line,
+                col(IndexDocumentRow.project) == project,
+                col(IndexDocumentRow.path) == path,
+                col(IndexDocumentRow.content_hash) == content_hash,
+                col(IndexChunkRow.start_line) == start_line,
+                col(IndexChunkRow.end_line) == end_line,
             )
-            .order_by(IndexChunkRow.id)
+            .order_by(col(IndexChunkRow.id))
         ).scalars().first()
     return None if text is None else str(text)
 
@@ -75,9 +75,9 @@ def chunk_project(store: Store, chunk_id: int) -> str | None:
     """The project an indexed chunk belongs to."""
     with store.read() as conn:
         project = conn.execute(
-            select(IndexDocumentRow.project)
-            .join(IndexChunkRow, IndexChunkRow.document_id == IndexDocumentRow.id)
-            .where(IndexChunkRow.id == chunk_id)
+            select(col(IndexDocumentRow.project))
+            .join(IndexChunkRow, col(IndexChunkRow.document_id) == col(IndexDocumentRow.id))
+            .where(col(IndexChunkRow.id) == chunk_id)
         ).scalar()
     return None if project is None else str(project)
 
@@ -85,7 +85,7 @@ def chunk_project(store: Store, chunk_id: int) -> str | None:
 def memory_record(store: Store, memory_id: str) -> tuple[MemoryRecord, str] | None:
     """A memory as stored now, with the hash of its stored version (what snapshots pin)."""
     with store.read() as conn:
-        body = conn.execute(select(MemoryRow.body).where(MemoryRow.id == memory_id)).scalar()
+        body = conn.execute(select(col(MemoryRow.body)).where(col(MemoryRow.id) == memory_id)).scalar()
     if body is None:
         return None
     data = bytes(body)

@@ -85,7 +85,7 @@ class FindingContext:
     def make(self, kind: FindingKind, outcome: Outcome, turn: int, explanation: str, **where: object) -> Finding:
         return Finding(
             kind=kind, outcome=outcome, scenario=self.scenario, session_id=self.session_id, turn=turn,
-            explanation=explanation, **where,  # type: ignore[arg-type]
+            explanation=explanation, **where,
         )
 
 

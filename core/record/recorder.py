@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scopelens.core.clock import SequentialIds, SteppingClock
 from scopelens.core.contracts import (
@@ -167,7 +167,7 @@ def _refuse_reuse(store: Store, loaded: LoadedScript) -> None:
             f"scenario {loaded.scenario} is already recorded in this store (session {session_id}); record into a fresh store"
         )
     with store.read() as conn:
-        indexed = conn.execute(select(IndexRunRow.id).where(IndexRunRow.project == loaded.script.project)).first()
+        indexed = conn.execute(select(col(IndexRunRow.id)).where(col(IndexRunRow.project) == loaded.script.project)).first()
     if indexed is not None:
         raise InvalidInputError(
             f"project {loaded.script.project} is already indexed in this store; a script needs a project of its own"

@@ -17,16 +17,15 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from scopelens.core.contracts import RetrievalIntent, RetrievalScope, parse_input
 from scopelens.core.errors import InvalidInputError, UnreadableFileError
-from scopelens.core.record.findings import FindingKind, Outcome
-from scopelens.core.vocab import EvidenceKind
+from scopelens.core.vocab import EvidenceKind, FindingKind, Outcome
 
-SCRIPT_SCHEMA_VERSION = 1
+SCRIPT_SCHEMA_VERSION: Final = 1
 DEFAULT_START = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 SCRIPT_FILE = "script.json"
 SCENARIO_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -445,7 +444,8 @@ def _parse_step(raw: Any, index: int, script: Script, what: str) -> Step:
     step = parse_input(STEP_VERBS[verb], raw, what=f"{where} ({verb})")
     if isinstance(step, RetrieveStep):
         return _parse_retrieve(step, script, f"{where} (retrieve)")
-    return step  # type: ignore[return-value]
+    # Every STEP_VERBS model other than RetrieveStep is itself a member of the Step union.
+    return cast(Step, step)
 
 
 def _parse_retrieve(step: RetrieveStep, script: Script, where: str) -> Retrieval:

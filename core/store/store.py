@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import IntegrityError as SAIntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from scopelens.core.clock import Clock, IdSource, RandomIds, SystemClock, parse_stored_time, stored_time
 from scopelens.core.contracts import (
@@ -61,6 +61,7 @@ from scopelens.core.store.tables import (
     SnapshotCandidateRow,
     SnapshotRow,
     StoreHeadRow,
+    table_of,
 )
 from scopelens.core.vocab import EventType, Stage
 
@@ -205,8 +206,8 @@ class Store:
                 f"{display_url(self.url)} is a database but not a scopelens store (it has tables: {listed})"
             )
         with self.engine.connect() as conn:
-            app = conn.execute(select(MetaRow.value).where(MetaRow.key == "app")).scalar()
-            applied = [row.name for row in conn.execute(select(MigrationRow.name).order_by(MigrationRow.ordinal))]
+            app = conn.execute(select(col(MetaRow.value)).where(col(MetaRow.key) == "app")).scalar()
+            applied = [row.name for row in conn.execute(select(col(MigrationRow.name)).order_by(col(MigrationRow.ordinal)))]
         if app != APP_ID:
             raise NotAScopelensStoreError(f"{display_url(self.url)} is not a scopelens store (app id {app!r})")
         known = [m.name for m in MIGRATIONS]
@@ -232,17 +233,17 @@ class Store:
             if self.dialect == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(7133701)"))
             conn.execute(text(MIGRATIONS_TABLE_DDL))
-            done = set(conn.execute(select(MigrationRow.name)).scalars())
+            done = set(conn.execute(select(col(MigrationRow.name))).scalars())
             for ordinal, migration in enumerate(MIGRATIONS, start=1):
                 if migration.name in done:
                     continue
                 for statement in migration.statements(self.dialect):
                     conn.execute(text(statement))
                 if ordinal == 1:
-                    conn.execute(MetaRow.__table__.insert().values(key="app", value=APP_ID))
-                    conn.execute(StoreHeadRow.__table__.insert().values(id=1, store_seq=0, head_hash=ZERO_HASH))
+                    conn.execute(table_of(MetaRow).insert().values(key="app", value=APP_ID))
+                    conn.execute(table_of(StoreHeadRow).insert().values(id=1, store_seq=0, head_hash=ZERO_HASH))
                 conn.execute(
-                    MigrationRow.__table__.insert().values(
+                    table_of(MigrationRow).insert().values(
                         ordinal=ordinal, name=migration.name, applied_at=stored_time(self.clock.now())
                     )
                 )
@@ -284,7 +285,7 @@ class Store:
             yield session
 
     def _lock_store_head(self, conn: Session) -> tuple[int, str]:
-        statement = select(StoreHeadRow.store_seq, StoreHeadRow.head_hash).where(StoreHeadRow.id == 1)
+        statement = select(col(StoreHeadRow.store_seq), col(StoreHeadRow.head_hash)).where(col(StoreHeadRow.id) == 1)
         if self.dialect == "postgresql":
             statement = statement.with_for_update()
         row = conn.execute(statement).one()
@@ -318,7 +319,7 @@ class Store:
             self._lock_store_head(conn)
             try:
                 conn.execute(
-                    SessionRow.__table__.insert().values(
+                    table_of(SessionRow).insert().values(
                         id=header.id,
                         project=header.project,
                         branch=header.branch,
@@ -331,7 +332,7 @@ class Store:
             except SAIntegrityError:
                 raise InvalidInputError(f"session {header.id} already exists") from None
             conn.execute(
-                SessionHeadRow.__table__.insert().values(
+                table_of(SessionHeadRow).insert().values(
                     session_id=header.id,
                     head_seq=-1,
                     head_hash=ZERO_HASH,
@@ -388,7 +389,7 @@ class Store:
         except ValidationError as exc:
             raise InvalidInputError(f"{event_type} payload: {_first_line(exc)}") from None
         refuse_secrets(f"{event_type} payload", checked.model_dump(mode="json"))
-        head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()
+        head = conn.exec(select(SessionHeadRow).where(col(SessionHeadRow.session_id) == session_id)).first()
         if head is None:
             raise UnknownIdError(f"no session {session_id!r} in this store")
         store_seq, store_head = self._lock_store_head(conn)
@@ -407,7 +408,7 @@ class Store:
         body = canonical_json(event)
         event_hash = sha256_hex(body)
         conn.execute(
-            EventRow.__table__.insert().values(
+            table_of(EventRow).insert().values(
                 session_id=session_id,
                 seq=event.seq,
                 store_seq=event.store_seq,
@@ -420,7 +421,7 @@ class Store:
         )
         conn.execute(
             update(SessionHeadRow)
-            .where(SessionHeadRow.session_id == session_id)
+            .where(col(SessionHeadRow.session_id) == session_id)
             .values(
                 head_seq=event.seq,
                 head_hash=event_hash,
@@ -432,7 +433,7 @@ class Store:
         )
         conn.execute(
             update(StoreHeadRow)
-            .where(StoreHeadRow.id == 1)
+            .where(col(StoreHeadRow.id) == 1)
             .values(store_seq=event.store_seq, head_hash=store_chain_next(store_head, event_hash))
         )
         return event
@@ -453,7 +454,7 @@ class Store:
 
     def get_blob(self, digest: str) -> bytes:
         with self.read() as conn:
-            data = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == digest)).scalar()
+            data = conn.execute(select(col(BlobRow.data)).where(col(BlobRow.sha256) == digest)).scalar()
         if data is None:
             raise UnknownIdError(f"no blob {digest[:12]}… in this store")
         return as_bytes(data)
@@ -484,7 +485,7 @@ class Store:
                 self._put_blob_in(conn, extra)
             try:
                 conn.execute(
-                    SnapshotRow.__table__.insert().values(
+                    table_of(SnapshotRow).insert().values(
                         id=snapshot.id,
                         session_id=snapshot.session_id,
                         turn=snapshot.turn,
@@ -497,7 +498,7 @@ class Store:
                 raise InvalidInputError(f"snapshot {snapshot.id} already exists") from None
             rows = snapshot_candidate_rows(snapshot)
             if rows:
-                conn.execute(SnapshotCandidateRow.__table__.insert(), rows)
+                conn.execute(table_of(SnapshotCandidateRow).insert(), rows)
             self._append_in(
                 conn,
                 snapshot.session_id,
@@ -516,7 +517,7 @@ class Store:
 
     def get_snapshot(self, snapshot_id: str) -> StoredSnapshot:
         with self.read() as conn:
-            row = conn.exec(select(SnapshotRow).where(SnapshotRow.id == snapshot_id)).first()
+            row = conn.exec(select(SnapshotRow).where(col(SnapshotRow.id) == snapshot_id)).first()
         if row is None:
             raise UnknownIdError(f"no snapshot {snapshot_id!r} in this store")
         body = as_bytes(row.body)
@@ -526,19 +527,19 @@ class Store:
 
     def get_session(self, session_id: str) -> SessionHeader:
         with self.read() as conn:
-            row = conn.exec(select(SessionRow).where(SessionRow.id == session_id)).first()
+            row = conn.exec(select(SessionRow).where(col(SessionRow.id) == session_id)).first()
         if row is None:
             raise UnknownIdError(f"no session {session_id!r} in this store")
         return _header(row)
 
     def list_sessions(self, *, project: str | None = None) -> list[SessionSummary]:
         statement = select(SessionRow, SessionHeadRow).join(
-            SessionHeadRow, SessionHeadRow.session_id == SessionRow.id
+            SessionHeadRow, col(SessionHeadRow.session_id) == col(SessionRow.id)
         )
         if project is not None:
-            statement = statement.where(SessionRow.project == project)
+            statement = statement.where(col(SessionRow.project) == project)
         with self.read() as conn:
-            rows = conn.execute(statement.order_by(SessionRow.created_at, SessionRow.id)).all()
+            rows = conn.execute(statement.order_by(col(SessionRow.created_at), col(SessionRow.id))).all()
         return [
             SessionSummary(
                 header=_header(session),
@@ -556,14 +557,14 @@ class Store:
         self.get_session(session_id)
         with self.read() as conn:
             bodies = conn.execute(
-                select(EventRow.body).where(EventRow.session_id == session_id).order_by(EventRow.seq)
+                select(col(EventRow.body)).where(col(EventRow.session_id) == session_id).order_by(col(EventRow.seq))
             ).scalars()
             return [Event.model_validate_json(as_bytes(body)) for body in bodies]
 
     def store_head(self) -> tuple[int, str]:
         """The stored store head: (number of events appended, head hash)."""
         with self.read() as conn:
-            row = conn.execute(select(StoreHeadRow.store_seq, StoreHeadRow.head_hash)).one()
+            row = conn.execute(select(col(StoreHeadRow.store_seq), col(StoreHeadRow.head_hash))).one()
         return int(row.store_seq), str(row.head_hash)
 
     def count(self, table: type[Any]) -> int:
@@ -631,12 +632,12 @@ def _header(row: SessionRow) -> SessionHeader:
 
 def _insert_ignore(dialect: str, table: type[Any], values: dict[str, Any]) -> Any:
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    return insert(table.__table__).values(**values).on_conflict_do_nothing()
+    return insert(table_of(table)).values(**values).on_conflict_do_nothing()
 
 
 def _upsert(dialect: str, table: type[Any], values: dict[str, Any], keys: list[str]) -> Any:
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    statement = insert(table.__table__).values(**values)
+    statement = insert(table_of(table)).values(**values)
     return statement.on_conflict_do_update(
         index_elements=keys, set_={k: v for k, v in values.items() if k not in keys}
     )

@@ -6,7 +6,7 @@ asserts that a migrated database has exactly these columns, so the two cannot dr
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger
+from sqlalchemy import BigInteger, Table
 from sqlmodel import Field, SQLModel
 
 
@@ -219,3 +219,9 @@ STORE_TABLES: tuple[type[SQLModel], ...] = (
     MemoryRow,
     DriftRunRow,
 )
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The Core ``Table`` of a table model, for bulk inserts and DDL."""
+    table: Table = model.__table__  # type: ignore[attr-defined]  # set by SQLModel's metaclass, undeclared in its stubs
+    return table

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from scopelens.core.contracts import AuditSnapshot, Problem, VerifyReport
 from scopelens.core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
@@ -58,7 +58,7 @@ class _Findings:
     problems: list[Problem] = field(default_factory=list)
 
     def add(self, kind: str, record: str, detail: str) -> None:
-        self.problems.append(Problem(kind=kind, record=record, detail=detail))  # type: ignore[arg-type]
+        self.problems.append(Problem(kind=kind, record=record, detail=detail))
 
 
 def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyReport:
@@ -73,7 +73,7 @@ def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyRep
         chains: dict[str, _ChainState] = {}
         snapshot_events: dict[str, tuple[str, str]] = {}
         events_seen = 0
-        by_chain = select(EventRow).order_by(EventRow.session_id, EventRow.seq).execution_options(yield_per=500)
+        by_chain = select(EventRow).order_by(col(EventRow.session_id), col(EventRow.seq)).execution_options(yield_per=500)
         for row in conn.exec(by_chain):
             events_seen += 1
             if progress and events_seen % 1000 == 0:
@@ -83,7 +83,9 @@ def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyRep
         store_hash = ZERO_HASH
         expected_store_seq = 1
         by_append = (
-            select(EventRow.store_seq, EventRow.hash).order_by(EventRow.store_seq).execution_options(yield_per=2000)
+            select(col(EventRow.store_seq), col(EventRow.hash))
+            .order_by(col(EventRow.store_seq))
+            .execution_options(yield_per=2000)
         )
         for store_seq, event_hash in conn.execute(by_append):
             if store_seq != expected_store_seq:
@@ -245,7 +247,7 @@ def _header_differs(header: SessionRow, started: dict[str, Any]) -> list[str]:
 def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]], findings: _Findings) -> int:
     count = 0
     seen: set[str] = set()
-    for row in conn.exec(select(SnapshotRow).order_by(SnapshotRow.id).execution_options(yield_per=200)):
+    for row in conn.exec(select(SnapshotRow).order_by(col(SnapshotRow.id)).execution_options(yield_per=200)):
         count += 1
         seen.add(row.id)
         record = f"snapshot {row.id}"
@@ -266,7 +268,7 @@ def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]],
         for item in snapshot.selected:
             if text_hash(item.visible_text) != item.visible_text_hash:
                 findings.add("changed", f"{record} item {item.citation_id}", "visible text does not match its hash")
-        block = conn.execute(select(BlobRow.data).where(BlobRow.sha256 == snapshot.projection.block_ref)).scalar()
+        block = conn.execute(select(col(BlobRow.data)).where(col(BlobRow.sha256) == snapshot.projection.block_ref)).scalar()
         if block is None:
             findings.add("deleted", f"blob {snapshot.projection.block_ref[:16]}…", f"context block of {row.id} is missing")
         _check_candidate_rows(conn, snapshot, findings)
@@ -285,7 +287,7 @@ def _normalise_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
 def _check_blobs(conn: Session, findings: _Findings) -> int:
     count = 0
     for digest, size, data in conn.execute(
-        select(BlobRow.sha256, BlobRow.size, BlobRow.data).execution_options(yield_per=100)
+        select(col(BlobRow.sha256), col(BlobRow.size), col(BlobRow.data)).execution_options(yield_per=100)
     ):
         count += 1
         raw = as_bytes(data)
@@ -302,8 +304,8 @@ def candidate_rows_agree(conn: Session, snapshot: AuditSnapshot) -> bool:
         r.model_dump()
         for r in conn.exec(
             select(SnapshotCandidateRow)
-            .where(SnapshotCandidateRow.snapshot_id == snapshot.id)
-            .order_by(SnapshotCandidateRow.ordinal)
+            .where(col(SnapshotCandidateRow.snapshot_id) == snapshot.id)
+            .order_by(col(SnapshotCandidateRow.ordinal))
         )
     ]
     return _normalise_rows(stored_rows) == _normalise_rows(snapshot_candidate_rows(snapshot))
@@ -343,12 +345,15 @@ def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
     """
     findings = _Findings()
     with store.read() as conn:
-        head = conn.exec(select(SessionHeadRow).where(SessionHeadRow.session_id == session_id)).first()
-        header = conn.exec(select(SessionRow).where(SessionRow.id == session_id)).first()
+        head = conn.exec(select(SessionHeadRow).where(col(SessionHeadRow.session_id) == session_id)).first()
+        header = conn.exec(select(SessionRow).where(col(SessionRow.id) == session_id)).first()
         chain = _ChainState()
         snapshot_events: dict[str, tuple[str, str]] = {}
         rows = conn.exec(
-            select(EventRow).where(EventRow.session_id == session_id).order_by(EventRow.seq).execution_options(yield_per=500)
+            select(EventRow)
+            .where(col(EventRow.session_id) == session_id)
+            .order_by(col(EventRow.seq))
+            .execution_options(yield_per=500)
         )
         seen_any = False
         for row in rows:
@@ -361,7 +366,7 @@ def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
         # Two queries for all of the session's snapshots and blocks, not two per snapshot.
         stored = {
             row.id: (as_bytes(row.body), row.hash)
-            for row in conn.exec(select(SnapshotRow).where(SnapshotRow.id.in_(list(snapshot_events))))  # type: ignore[attr-defined]
+            for row in conn.exec(select(SnapshotRow).where(col(SnapshotRow.id).in_(list(snapshot_events))))
         } if snapshot_events else {}
         block_refs: dict[str, str] = {}
         for snapshot_id, (recorded, record) in sorted(snapshot_events.items()):
@@ -383,7 +388,7 @@ def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
         blocks = {
             sha: as_bytes(data)
             for sha, data in conn.execute(
-                select(BlobRow.sha256, BlobRow.data).where(BlobRow.sha256.in_(sorted(set(block_refs.values()))))  # type: ignore[attr-defined]
+                select(col(BlobRow.sha256), col(BlobRow.data)).where(col(BlobRow.sha256).in_(sorted(set(block_refs.values()))))
             )
         } if block_refs else {}
         for snapshot_id, block_ref in block_refs.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
 from textual.css.query import NoMatches
@@ -19,6 +19,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from scopelens.core.errors import ScopelensError
+from scopelens.core.readmodel import ReadModel
 from scopelens.inspector.screens.paging import KeyPaging
 
 
@@ -51,11 +52,24 @@ def shows_problems(handler: Handler) -> Handler:
             self.show_problem(error)
             return None
 
-    return guarded  # type: ignore[return-value]
+    return cast(Handler, guarded)  # functools.wraps keeps the handler's signature
+
+
+class InspectorHost(Protocol):
+    """What screens use of the app: its read model and the clipboard."""
+
+    model: ReadModel
+
+    def copy_id(self, value: str) -> None: ...
 
 
 class InspectorScreen(Screen[None]):
     """A screen whose loading workers report store problems instead of crashing the app."""
+
+    @property
+    def host(self) -> InspectorHost:
+        """The app, typed as what screens need of it (every screen runs in InspectorApp)."""
+        return cast(InspectorHost, self.app)
 
     PROBLEM_TARGET: ClassVar[str | None] = None
     """Id of the Static that shows a problem in place of the data (None: notification only)."""

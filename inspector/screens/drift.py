@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -62,7 +60,7 @@ class DriftScreen(InspectorScreen):
     PROBLEM_TARGET = "drift-status"
     CSS_PATH = "drift.tcss"
     BINDINGS = bindings_for("drift")
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012 - Textual declares it per instance
     """Below 120 columns the diff goes under the items instead of beside them."""
 
     class Computed(Message):
@@ -101,7 +99,7 @@ class DriftScreen(InspectorScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="drift-runs")
     def load_runs(self) -> None:
-        model = self.app.model  # type: ignore[attr-defined]
+        model = self.host.model
         runs = model.drift_runs(self.snapshot_id)
         latest = model.drift_run(runs[-1].id) if runs else None
         self.post_message(self.RunsLoaded(runs, latest))
@@ -125,7 +123,7 @@ class DriftScreen(InspectorScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="drift")
     def compute(self) -> None:
-        report, recorded = self.app.model.compute_drift(self.snapshot_id)  # type: ignore[attr-defined]
+        report, recorded = self.host.model.compute_drift(self.snapshot_id)
         self.post_message(self.Computed(report, recorded))
 
     @on(Computed)
@@ -223,7 +221,7 @@ class SessionDriftScreen(InspectorScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def compute(self) -> None:
-        model = self.app.model  # type: ignore[attr-defined]
+        model = self.host.model
         snapshot_ids = model.snapshot_ids(self.session_id)
         for done, snapshot_id in enumerate(snapshot_ids, start=1):
             report, _recorded = model.compute_drift(snapshot_id)

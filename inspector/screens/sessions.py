@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static
 
-from scopelens.core.readmodel import Page, SessionView, VerifyStatus
+from scopelens.core.readmodel import SESSION_SORTS, Page, SessionSort, SessionView, VerifyStatus
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, problem_line, shows_problems
 from scopelens.inspector.screens.paging import KeyPaging
@@ -16,7 +16,6 @@ from scopelens.inspector.widgets.fitted_table import Column, FittedTable
 from scopelens.inspector.widgets.footer import KeysFooter
 from scopelens.inspector.widgets.text_input import TextInput
 
-SORTS = ("started", "project", "turns", "snapshots")
 PAGE_SIZE = 60
 """Rows per further page, loaded by key when the cursor nears the end or on m."""
 NEAR_END = 3
@@ -57,10 +56,10 @@ class SessionsScreen(InspectorScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.sort = "started"
+        self.sort: SessionSort = "started"
         self.descending = True
         self.filter_text = ""
-        self.paging = KeyPaging()
+        self.paging: KeyPaging = KeyPaging()
         self.loaded: list[SessionView] = []
         self.verifying: set[str] = set()
         """Sessions handed to a verify worker whose result has not arrived yet."""
@@ -101,15 +100,15 @@ class SessionsScreen(InspectorScreen):
         # A first page is what the terminal can show, no more: first paint costs the same
         # whatever the store holds, and the rest arrives by key as the cursor goes down.
         limit = PAGE_SIZE if after is not None else max(self.app.size.height, NEAR_END + 1)
-        return self.app.model.sessions(  # type: ignore[attr-defined, no-any-return]
-            text=self.filter_text, sort=self.sort, descending=self.descending,  # type: ignore[arg-type]
+        return self.host.model.sessions(
+            text=self.filter_text, sort=self.sort, descending=self.descending,
             after=after, limit=limit,
         )
 
     @work(thread=True, exit_on_error=False, group="sessions-verify")
     def verify_sessions(self, session_ids: list[str]) -> None:
         """Hash-check sessions off the UI thread; results arrive in batches, not per row."""
-        model = self.app.model  # type: ignore[attr-defined]
+        model = self.host.model
         batch: dict[str, VerifyStatus] = {}
         for session_id in session_ids:
             try:
@@ -133,7 +132,7 @@ class SessionsScreen(InspectorScreen):
         table = self.query_one(DataTable)
         first = table.scroll_offset.y
         visible = [view.id for view in self.loaded[first : first + max(table.size.height, 1) + 5]]
-        model = self.app.model  # type: ignore[attr-defined]
+        model = self.host.model
         pending = [i for i in visible if i not in self.verifying and model.verify_status(i, compute=False).state == "pending"]
         if pending:
             self.verifying.update(pending)
@@ -151,7 +150,7 @@ class SessionsScreen(InspectorScreen):
         if not append:
             table.clear()
             self.loaded = []
-        model = self.app.model  # type: ignore[attr-defined]
+        model = self.host.model
         shown = {view.id for view in self.loaded}
         for view in page.rows:
             if view.id in shown:
@@ -239,7 +238,7 @@ class SessionsScreen(InspectorScreen):
         self.query_one("#filter", Input).focus()
 
     def action_cycle_sort(self) -> None:
-        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.sort = SESSION_SORTS[(SESSION_SORTS.index(self.sort) + 1) % len(SESSION_SORTS)]
         self.reload()
 
     def action_reverse_sort(self) -> None:
@@ -255,15 +254,16 @@ class SessionsScreen(InspectorScreen):
     def action_copy_id(self) -> None:
         session_id = self.highlighted_id()
         if session_id:
-            self.app.copy_id(session_id)  # type: ignore[attr-defined]
+            self.host.copy_id(session_id)
 
     @on(DataTable.HeaderSelected, "#sessions")
     def header_clicked(self, event: DataTable.HeaderSelected) -> None:
         key = str(event.column_key.value)
-        if key in SORTS:
-            if key == self.sort:
+        sort = next((s for s in SESSION_SORTS if s == key), None)
+        if sort is not None:
+            if sort == self.sort:
                 self.descending = not self.descending
-            self.sort = key
+            self.sort = sort
             self.reload()
 
 

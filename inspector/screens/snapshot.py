@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import ClassVar
 
 from rich.table import Table as RichTable
@@ -92,7 +93,7 @@ class SnapshotScreen(InspectorScreen):
         self.descending = False
         self.candidate_rows: dict[str, CandidateRow] = {}
         self.filter_text = ""
-        self.paging = KeyPaging()
+        self.paging: KeyPaging = KeyPaging()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -129,7 +130,7 @@ class SnapshotScreen(InspectorScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="snapshot")
     def load(self) -> None:
-        self.post_message(self.Loaded(self.app.model.snapshot(self.snapshot_id)))  # type: ignore[attr-defined]
+        self.post_message(self.Loaded(self.host.model.snapshot(self.snapshot_id)))
 
     def reload_candidates(self) -> None:
         self.load_candidates(self.filter_text, self.sort, self.descending, None, self.paging.restart())
@@ -139,7 +140,7 @@ class SnapshotScreen(InspectorScreen):
         self, text: str, sort: str, descending: bool, after: tuple[object, ...] | None, generation: int
     ) -> None:
         """Fetch off the UI thread; what to fetch is fixed when asked, not when the thread runs."""
-        page = self.app.model.candidates(  # type: ignore[attr-defined]
+        page = self.host.model.candidates(
             self.snapshot_id, text=text, sort=sort, descending=descending, after=after, limit=CANDIDATE_PAGE,
         )
         self.post_message(self.CandidatesLoaded(page, after is not None, generation))
@@ -170,8 +171,8 @@ class SnapshotScreen(InspectorScreen):
         scope, pins = view.scope, view.pins
         tb, ep, budget = scope.time_boundary, scope.evidence_policy, scope.budget
 
-        def when(value: object) -> str:
-            return value.isoformat().replace("+00:00", "Z") if value is not None else "-"  # type: ignore[attr-defined]
+        def when(value: datetime | None) -> str:
+            return value.isoformat().replace("+00:00", "Z") if value is not None else "-"
 
         fields = [
             ("project", scope.project),
@@ -381,4 +382,4 @@ class SnapshotScreen(InspectorScreen):
         self.app.push_screen(WhyNotScreen(self.snapshot_id))
 
     def action_copy_id(self) -> None:
-        self.app.copy_id(self.snapshot_id)  # type: ignore[attr-defined]
+        self.host.copy_id(self.snapshot_id)

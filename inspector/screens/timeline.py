@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
-from scopelens.core.readmodel import SessionView, TurnView, VerifyStatus
+from scopelens.core.readmodel import EventView, SessionView, TurnView, VerifyStatus
 from scopelens.core.vocab import EventType
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
@@ -41,7 +39,7 @@ class TimelineScreen(InspectorScreen):
     PROBLEM_TARGET = "timeline-status"
     CSS_PATH = "timeline.tcss"
     BINDINGS = bindings_for("timeline")
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012 - Textual declares it per instance
     """Below 120 columns the event detail goes under the table instead of beside it."""
 
     class Loaded(Message):
@@ -72,7 +70,7 @@ class TimelineScreen(InspectorScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def load(self) -> None:
-        model = self.app.model  # type: ignore[attr-defined]
+        model = self.host.model
         self.post_message(self.Loaded(model.session(self.session_id), model.timeline(self.session_id),
                                       model.verify_status(self.session_id)))
 
@@ -102,7 +100,7 @@ class TimelineScreen(InspectorScreen):
         )
         self._show_detail()
 
-    def _event_at_cursor(self):  # type: ignore[no-untyped-def]
+    def _event_at_cursor(self) -> EventView | None:
         table = self.query_one(DataTable)
         if not self.rows:
             return None
@@ -177,4 +175,4 @@ class TimelineScreen(InspectorScreen):
         self.app.push_screen(SessionDriftScreen(self.session_id))
 
     def action_copy_id(self) -> None:
-        self.app.copy_id(self.session_id)  # type: ignore[attr-defined]
+        self.host.copy_id(self.session_id)

@@ -8,7 +8,7 @@ from textual.message import Message
 from textual.widgets import Header, Input, RadioButton, RadioSet, Static
 
 from scopelens.core.errors import ScopelensError
-from scopelens.core.readmodel import WhyNotAnswer
+from scopelens.core.readmodel import QUERY_KINDS, QueryKind, WhyNotAnswer
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.widgets.footer import KeysFooter
@@ -49,9 +49,10 @@ class WhyNotScreen(InspectorScreen):
     def on_mount(self) -> None:
         self.query_one(Input).focus()
 
-    def kind(self) -> str:
+    def kind(self) -> QueryKind:
         pressed = self.query_one(RadioSet).pressed_button
-        return str(pressed.id).removeprefix("kind-") if pressed else "path"
+        name = str(pressed.id).removeprefix("kind-") if pressed else "path"
+        return next((kind for kind in QUERY_KINDS if kind == name), "path")
 
     @on(Input.Submitted, "#whynot-input")
     def submitted(self) -> None:
@@ -63,9 +64,9 @@ class WhyNotScreen(InspectorScreen):
             self.ask(self.kind(), value)
 
     @work(thread=True, exclusive=True, exit_on_error=False)
-    def ask(self, kind: str, value: str) -> None:
+    def ask(self, kind: QueryKind, value: str) -> None:
         try:
-            answer = self.app.model.why_not(self.snapshot_id, kind, value)  # type: ignore[attr-defined]
+            answer = self.host.model.why_not(self.snapshot_id, kind, value)
         except ScopelensError as exc:
             self.post_message(self.Answered(None, str(exc)))
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.markup import escape
@@ -42,7 +43,7 @@ def original_line_numbers(lines: list[str], span: str) -> list[str] | None:
 class EvidenceText(VerticalScroll):
     """The visible text of an item, with its provenance and a ✓/✗ recomputed hash."""
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static("", id="evidence-header")
         yield Static("", id="evidence-body")
 

@@ -181,9 +181,12 @@ class FittedTable(DataTable[Any]):
         ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         cache_key = (
             row_key,
-            self._column_locations.get_key(column_index),
+            column_key,
             base_style,
             cursor,
             hover,
@@ -193,7 +196,7 @@ class FittedTable(DataTable[Any]):
         )
         cached = self._cell_render_cache.get(cache_key)
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         cell = self._get_row_renderables(row_index).cells[column_index]
         padding = self.cell_padding
         inner = width - 2 * padding

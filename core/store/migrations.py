@@ -6,7 +6,8 @@ written by a newer scopelens and is refused rather than misread. Migrations only
 stored documents must stay readable by later versions.
 
 Append-only tables get triggers that refuse UPDATE and DELETE (and TRUNCATE on PostgreSQL),
-so a bug or a careless ``sqlite3`` session cannot quietly rewrite the audit record.
+and on SQLite an INSERT that would REPLACE an existing row, so a bug or a careless ``sqlite3``
+session cannot quietly rewrite the audit record.
 """
 
 from __future__ import annotations
@@ -191,6 +192,41 @@ def _session_sort_indexes(dialect: str) -> list[str]:
     ]
 
 
+_REPLACED_ROW: dict[str, str] = {
+    "sessions": "id = NEW.id",
+    "events": "(session_id = NEW.session_id AND seq = NEW.seq) OR store_seq = NEW.store_seq",
+    "snapshots": "id = NEW.id",
+    "snapshot_rows": "snapshot_id = NEW.snapshot_id AND ordinal = NEW.ordinal",
+    # Storing the same bytes again is how put_blob dedupes (ON CONFLICT DO NOTHING); only a
+    # row that would replace different bytes under the same address is refused.
+    "blobs": "sha256 = NEW.sha256 AND (size IS NOT NEW.size OR data IS NOT NEW.data)",
+    "drift_runs": "id = NEW.id",
+}
+"""For each append-only table, the rows an INSERT would conflict with (its keys)."""
+
+
+def _no_replace(dialect: str) -> list[str]:
+    """Close the holes the first triggers left.
+
+    SQLite: ``INSERT OR REPLACE`` (and ``REPLACE INTO``, and upserts' REPLACE conflict
+    resolution) deletes the conflicting row *without firing DELETE triggers*, so it could
+    rewrite any append-only row. A BEFORE INSERT trigger that refuses an insert whose keys are
+    taken closes it: the conflict check runs after BEFORE triggers. PostgreSQL: ``drift_runs``
+    had no TRUNCATE trigger (``ON CONFLICT DO UPDATE`` fires UPDATE triggers, so it is covered).
+    """
+    if dialect == "postgresql":
+        return [
+            "CREATE TRIGGER drift_runs_no_truncate BEFORE TRUNCATE ON drift_runs "
+            "FOR EACH STATEMENT EXECUTE FUNCTION scopelens_refuse_change()"
+        ]
+    return [
+        f"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} "
+        f"WHEN EXISTS (SELECT 1 FROM {table} WHERE {taken}) "
+        f"BEGIN SELECT RAISE(ABORT, 'scopelens: {table} is append-only'); END"
+        for table, taken in _REPLACED_ROW.items()
+    ]
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step: its name, and the statements it runs for a dialect."""
@@ -207,6 +243,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0005_drift_runs", _drift_runs),
     Migration("0006_postings_by_term", _postings_by_term),
     Migration("0007_session_sort_indexes", _session_sort_indexes),
+    Migration("0008_no_replace", _no_replace),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

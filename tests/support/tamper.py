@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from sqlalchemy import Connection, create_engine, text
 
 from scopelens.core.store.engine import normalise_url
-from scopelens.core.store.migrations import APPEND_ONLY_TABLES
 
 
 @contextmanager
@@ -20,9 +19,9 @@ def tampering(url: str) -> Iterator[Connection]:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SET LOCAL session_replication_role = replica"))
             else:
-                for table in APPEND_ONLY_TABLES:
-                    for action in ("update", "delete"):
-                        conn.execute(text(f"DROP TRIGGER IF EXISTS {table}_no_{action}"))
+                triggers = conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")).scalars().all()
+                for name in triggers:
+                    conn.execute(text(f'DROP TRIGGER IF EXISTS "{name}"'))
             yield conn
     finally:
         engine.dispose()

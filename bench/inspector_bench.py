@@ -95,7 +95,7 @@ def _snapshot(snapshot_id: str, session_id: str, turn: int, created_at: Any, can
 def build_store(path: Path, *, sessions: int, per_session: int, candidates: int) -> dict[str, Any]:
     """Write the big store through the public write path; returns build timings."""
     from scopelens.core.store.store import Store
-    from tests.support.factories import T0
+    from tests.support.factories import FACTORY_POLICY, T0
 
     if path.exists():
         path.unlink()
@@ -112,7 +112,7 @@ def build_store(path: Path, *, sessions: int, per_session: int, candidates: int)
             for t in range(1, per_session + 1):
                 snapshot, block = _snapshot(f"{session_id}-t{t:02d}", session_id, t, at + timedelta(seconds=t), candidates)
                 t0 = time.perf_counter()
-                store.write_snapshot(snapshot, block)
+                store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
                 snapshot_time += time.perf_counter() - t0
             if (s + 1) % 100 == 0:
                 elapsed = time.perf_counter() - started

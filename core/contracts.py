@@ -600,3 +600,34 @@ class DriftItem(Contract):
     diff: str | None = None
     stage_today: Stage | None = None
     reason: str | None = None
+
+
+
+class DriftReport(Contract):
+    """The outcome of one drift run."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    snapshot_id: str
+    session_id: str
+    created_at: datetime
+    index_version_then: str
+    index_version_now: str
+    engine_then: str
+    engine_now: str
+    config_changed: bool
+    engine_changed: bool
+    index_changed: bool
+    items: tuple[DriftItem, ...]
+
+    def counts(self) -> dict[str, int]:
+        counts = {cls.value: 0 for cls in DriftClass}
+        for item in self.items:
+            counts[item.drift_class.value] += 1
+        return counts
+
+    def summary(self) -> str:
+        parts = [f"{n} {name}" for name, n in self.counts().items() if n]
+        changes = [name for name, flag in (("engine", self.engine_changed), ("config", self.config_changed),
+                                             ("index", self.index_changed)) if flag]
+        return f"{', '.join(parts) or 'nothing selected'}; changed since snapshot: {', '.join(changes) or 'nothing'}"

@@ -20,9 +20,6 @@ from sqlalchemy import ColumnElement, func, or_, tuple_
 from sqlalchemy import select as sa_select  # sqlmodel's select is typed for up to four columns
 from sqlmodel import col, select
 
-# DriftReport, DriftRunSummary and WhyNotAnswer are frozen results the UI shows as they are: it
-# imports them from here (re-exported), never from the audit modules.
-from scopelens.core.audit.drift import DriftReport as DriftReport
 from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
 from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run
 from scopelens.core.audit.whynot import QUERY_KINDS as QUERY_KINDS
@@ -39,6 +36,10 @@ from scopelens.core.contracts import (
     ScoreBreakdown,
     TrimRange,
 )
+
+# DriftReport, DriftRunSummary and WhyNotAnswer are frozen results the UI shows as they are: it
+# imports them from here (re-exported), never from the audit modules.
+from scopelens.core.contracts import DriftReport as DriftReport
 from scopelens.core.errors import ScopelensError, StoreNotWritableError, UnknownIdError
 from scopelens.core.hashing import sha256_hex, text_hash
 from scopelens.core.store.engine import display_url

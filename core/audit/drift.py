@@ -18,15 +18,14 @@ import difflib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 
 from pydantic import ValidationError
 from sqlmodel import col, select
 
 from scopelens.core import ENGINE_VERSION
 from scopelens.core.clock import Clock, SystemClock, stored_time
-from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, DriftItem, RejectedItem, SnapshotItem
-from scopelens.core.errors import UnknownIdError
+from scopelens.core.contracts import AuditSnapshot, DriftItem, DriftReport, RejectedItem, SnapshotItem
+from scopelens.core.errors import IntegrityError, UnknownIdError
 from scopelens.core.hashing import as_bytes, canonical_json, document_hash, sha256_hex
 from scopelens.core.index.scorer import Scorer
 from scopelens.core.pipeline import rerank as rerank_module
@@ -35,36 +34,6 @@ from scopelens.core.pipeline.retriever import bind_citations, current_pins, engi
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import DriftRunRow
 from scopelens.core.vocab import DriftClass, Stage
-
-
-class DriftReport(Contract):
-    """The outcome of one drift run."""
-
-    schema_version: int = SCHEMA_VERSION
-    id: str
-    snapshot_id: str
-    session_id: str
-    created_at: datetime
-    index_version_then: str
-    index_version_now: str
-    engine_then: str
-    engine_now: str
-    config_changed: bool
-    engine_changed: bool
-    index_changed: bool
-    items: tuple[DriftItem, ...]
-
-    def counts(self) -> dict[str, int]:
-        counts = {cls.value: 0 for cls in DriftClass}
-        for item in self.items:
-            counts[item.drift_class.value] += 1
-        return counts
-
-    def summary(self) -> str:
-        parts = [f"{n} {name}" for name, n in self.counts().items() if n]
-        changes = [name for name, flag in (("engine", self.engine_changed), ("config", self.config_changed),
-                                             ("index", self.index_changed)) if flag]
-        return f"{', '.join(parts) or 'nothing selected'}; changed since snapshot: {', '.join(changes) or 'nothing'}"
 
 
 @dataclass(frozen=True)
@@ -93,11 +62,23 @@ def _diff(then: SnapshotItem, now: SnapshotItem) -> str:
 
 
 def recorded_policy(store: Store, snapshot: AuditSnapshot) -> Policy:
-    """The policy the snapshot ran under, from its content-addressed blob."""
+    """The policy the snapshot ran under, from its content-addressed blob.
+
+    Never a default in its place: drift under another policy would report differences the
+    snapshot's own scope never had (or hide ones it had).
+    """
+    policy_hash = snapshot.pins.policy_hash
     try:
-        return Policy.model_validate_json(store.get_blob(snapshot.pins.policy_hash))
-    except (UnknownIdError, ValidationError):
-        return Policy()
+        return Policy.model_validate_json(store.get_blob(policy_hash))
+    except UnknownIdError:
+        raise IntegrityError(
+            f"snapshot {snapshot.id}: the policy it ran under (blob {policy_hash[:12]}…) is missing from the store; "
+            "run `scopelens verify`"
+        ) from None
+    except ValidationError:
+        raise IntegrityError(
+            f"snapshot {snapshot.id}: the policy it ran under (blob {policy_hash[:12]}…) is not a readable policy"
+        ) from None
 
 
 def classify(frozen: AuditSnapshot, today: list[SnapshotItem], rejected_today: list[RejectedItem]) -> list[DriftItem]:

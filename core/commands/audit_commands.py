@@ -8,9 +8,10 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from scopelens.core.audit.drift import DriftReport, compute_drift, drift_session, list_drift_runs
+from scopelens.core.audit.drift import compute_drift, drift_session, list_drift_runs
 from scopelens.core.audit.replay import ReplayedTurn, replay_session
 from scopelens.core.audit.whynot import QUERY_KINDS, QueryKind, why_not
+from scopelens.core.contracts import DriftReport
 from scopelens.core.errors import IntegrityError, InvalidInputError
 from scopelens.core.output import console, print_json, short
 from scopelens.core.store.store import Store, event_summary

@@ -464,7 +464,8 @@ class Store:
     def write_snapshot(self, snapshot: AuditSnapshot, context_block: str, *, blobs: Sequence[bytes] = ()) -> str:
         """Commit a snapshot, its blobs, its candidate rows and its event in one transaction.
 
-        ``blobs`` are further content-addressed blobs the snapshot refers to (the policy).
+        ``blobs`` are further content-addressed blobs the snapshot refers to: the policy it pins
+        must be among them or already stored.
 
         Returns the snapshot's content hash (SHA-256 of its stored bytes).
         """
@@ -483,6 +484,10 @@ class Store:
             self._put_blob_in(conn, block)
             for extra in blobs:
                 self._put_blob_in(conn, extra)
+            policy = snapshot.pins.policy_hash
+            if conn.execute(select(col(BlobRow.sha256)).where(col(BlobRow.sha256) == policy)).first() is None:
+                # Drift re-runs a snapshot under its recorded policy: without it, it could not.
+                raise InvalidInputError(f"snapshot {snapshot.id}: its policy (blob {policy[:12]}…) is neither given nor stored")
             try:
                 conn.execute(
                     table_of(SnapshotRow).insert().values(

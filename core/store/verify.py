@@ -2,18 +2,25 @@
 
 What is checked:
 
-* every event's hash against its stored bytes, its columns against its body, its
-  ``prev_hash`` against the event before it, and sequence gaps (deleted events);
-* every session head against the last event of its chain (a deleted or extra last event);
+* every event's hash against its stored bytes, its columns (``created_at`` included) against
+  its body, its ``prev_hash`` against the event before it, and sequence gaps (deleted events);
+* every session head against the last event of its chain (a deleted or extra last event),
+  and its counters (last turn, snapshot count, last update: what the sessions list shows)
+  against what the chain says;
 * the store chain over all events in append order against the stored store head (a whole
   session deleted with its head);
-* every snapshot's hash against its bytes and against the event that recorded it, its
-  items' visible-text hashes, its context block blob, and its candidate rows;
-* every blob's hash against its bytes.
+* every snapshot's hash against its bytes and against the event that recorded it, its row's
+  columns (session, turn, time) against its document, its items' visible-text hashes, its
+  context block and policy blobs, and its candidate rows;
+* every blob's hash and size against its bytes, and that every blob an event or snapshot
+  refers to (artifacts, policies, blocks) is present;
+* every drift run's hash against its bytes, its columns against its report, and that its
+  snapshot exists. (Drift runs are re-computable reports outside the chain: a deleted or a
+  consistently forged run is not caught; the append-only triggers are their defence.)
 
-What is *not* caught: someone who rewrites the whole store consistently, every later hash
-included. Only comparing the printed store head with a copy recorded elsewhere catches
-that (see ``docs/integrity.md``).
+What is *not* caught without a checkpoint: someone who rewrites the whole store
+consistently, every later hash included. ``verify --checkpoint`` compares with a head
+recorded elsewhere (see ``docs/integrity.md`` and ``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ from typing import Any
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
-from scopelens.core.contracts import AuditSnapshot, Problem, VerifyReport
+from scopelens.core.clock import stored_time
+from scopelens.core.contracts import AuditSnapshot, DriftReport, Problem, VerifyReport
 from scopelens.core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
 from scopelens.core.store.store import Store, snapshot_candidate_rows, stored_time_or_none
 from scopelens.core.store.tables import (
     BlobRow,
+    DriftRunRow,
     EventRow,
     SessionHeadRow,
     SessionRow,
@@ -51,11 +60,27 @@ class _ChainState:
     events: int = 0
     started: dict[str, Any] | None = None
     """The ``session.started`` event's payload and time: what the header row must say."""
+    max_turn: int = 0
+    snapshots: int = 0
+    last_created_at: str | None = None
+
+
+@dataclass(frozen=True)
+class _RecordedSnapshot:
+    """What a ``retrieval.snapshot.created`` event says about its snapshot."""
+
+    hash: str
+    record: str
+    session_id: str
+    turn: int | None
+    created_at: str | None
 
 
 @dataclass
 class _Findings:
     problems: list[Problem] = field(default_factory=list)
+    referenced_blobs: dict[str, str] = field(default_factory=dict)
+    """Blob address → the record that needs it (artifacts, policies)."""
 
     def add(self, kind: str, record: str, detail: str) -> None:
         self.problems.append(Problem(kind=kind, record=record, detail=detail))
@@ -71,7 +96,7 @@ def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyRep
         stored_seq, stored_head = stored.store_seq, stored.head_hash
 
         chains: dict[str, _ChainState] = {}
-        snapshot_events: dict[str, tuple[str, str]] = {}
+        snapshot_events: dict[str, _RecordedSnapshot] = {}
         events_seen = 0
         by_chain = select(EventRow).order_by(col(EventRow.session_id), col(EventRow.seq)).execution_options(yield_per=500)
         for row in conn.exec(by_chain):
@@ -113,7 +138,12 @@ def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyRep
             )
         _check_sessions(sessions, heads, chains, findings)
         snapshot_count = _check_snapshots(conn, snapshot_events, findings)
-        blob_count = _check_blobs(conn, findings)
+        present: set[str] = set()
+        blob_count = _check_blobs(conn, findings, present)
+        for digest, record in sorted(findings.referenced_blobs.items()):
+            if digest not in present:
+                findings.add("deleted", f"blob {digest[:16]}…", f"{record} refers to it but it is missing")
+        _check_drift_runs(conn, findings)
 
     return VerifyReport(
         store_head=store_hash,
@@ -130,7 +160,7 @@ def _check_event(
     row: EventRow,
     chain: _ChainState,
     findings: _Findings,
-    snapshot_events: dict[str, tuple[str, str]],
+    snapshot_events: dict[str, _RecordedSnapshot],
 ) -> None:
     record = f"event {row.session_id}#{row.seq}"
     body = as_bytes(row.body)
@@ -153,6 +183,10 @@ def _check_event(
         )
         if data.get(name) != column
     ]
+    if stored_time_or_none(row.created_at) is None or stored_time_or_none(row.created_at) != stored_time_or_none(
+        data.get("created_at")
+    ):
+        mismatched.append("created_at")
     if mismatched:
         findings.add("changed", record, f"its columns disagree with its body: {', '.join(mismatched)}")
     if row.seq > chain.last_seq + 1:
@@ -171,9 +205,21 @@ def _check_event(
             )
         else:
             findings.add("broken-link", record, "its prev_hash does not match the event before it")
+    payload = data.get("payload") if isinstance(data.get("payload"), dict) else {}
     if data.get("type") == EventType.RETRIEVAL_SNAPSHOT_CREATED.value:
-        payload = data.get("payload", {})
-        snapshot_events[str(payload.get("snapshot_id"))] = (str(payload.get("snapshot_hash")), record)
+        chain.snapshots += 1
+        turn = payload.get("turn")
+        snapshot_events[str(payload.get("snapshot_id"))] = _RecordedSnapshot(
+            hash=str(payload.get("snapshot_hash")),
+            record=record,
+            session_id=row.session_id,
+            turn=turn if isinstance(turn, int) else None,
+            created_at=data.get("created_at") if isinstance(data.get("created_at"), str) else None,
+        )
+    elif data.get("type") == EventType.TOOL_FINISHED.value:
+        for artifact in payload.get("artifacts") or ():
+            if isinstance(artifact, dict) and isinstance(artifact.get("blob"), str):
+                findings.referenced_blobs.setdefault(artifact["blob"], f"{record} (artifact {artifact.get('name')!r})")
     elif row.seq == 0 and data.get("type") == EventType.SESSION_STARTED.value and isinstance(data.get("payload"), dict):
         chain.started = {**data["payload"], "created_at": data.get("created_at")}
     _advance(chain, row)
@@ -184,6 +230,8 @@ def _advance(chain: _ChainState, row: EventRow) -> None:
     chain.last_seq = row.seq
     chain.last_hash = row.hash
     chain.events += 1
+    chain.max_turn = max(chain.max_turn, row.turn)
+    chain.last_created_at = row.created_at
 
 
 def _check_sessions(
@@ -229,6 +277,22 @@ def _check_sessions(
             )
         elif chain.last_hash != head.head_hash:
             findings.add("head-mismatch", record, "the last event's hash differs from the recorded head")
+        else:
+            counters = _counters_differ(head, chain)
+            if counters:
+                findings.add("changed", record, f"its head's counters disagree with its chain: {', '.join(counters)}")
+
+
+def _counters_differ(head: SessionHeadRow, chain: _ChainState) -> list[str]:
+    """The session head's derived counters (shown in the sessions list) that its chain contradicts."""
+    differing = []
+    if head.last_turn != chain.max_turn:
+        differing.append(f"last_turn {head.last_turn} (the chain says {chain.max_turn})")
+    if head.snapshot_count != chain.snapshots:
+        differing.append(f"snapshot_count {head.snapshot_count} (the chain says {chain.snapshots})")
+    if stored_time_or_none(head.updated_at) != stored_time_or_none(chain.last_created_at):
+        differing.append("updated_at")
+    return differing
 
 
 def _header_differs(header: SessionRow, started: dict[str, Any]) -> list[str]:
@@ -244,7 +308,7 @@ def _header_differs(header: SessionRow, started: dict[str, Any]) -> list[str]:
     return differing
 
 
-def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]], findings: _Findings) -> int:
+def _check_snapshots(conn: Session, snapshot_events: dict[str, _RecordedSnapshot], findings: _Findings) -> int:
     count = 0
     seen: set[str] = set()
     for row in conn.exec(select(SnapshotRow).order_by(col(SnapshotRow.id)).execution_options(yield_per=200)):
@@ -258,13 +322,17 @@ def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]],
         recorded = snapshot_events.get(row.id)
         if recorded is None:
             findings.add("inserted", record, "no retrieval.snapshot.created event records it")
-        elif recorded[0] != digest:
-            findings.add("changed", record, f"its hash differs from the one {recorded[1]} recorded")
+        elif recorded.hash != digest:
+            findings.add("changed", record, f"its hash differs from the one {recorded.record} recorded")
         try:
             snapshot = AuditSnapshot.model_validate_json(body)
         except ValidationError:
             findings.add("malformed", record, "its body is not a valid snapshot document")
             continue
+        differing = _snapshot_columns_differ(row, snapshot.session_id, snapshot.turn, stored_time(snapshot.created_at))
+        if differing:
+            findings.add("changed", record, f"its row's columns disagree with its document: {', '.join(differing)}")
+        findings.referenced_blobs.setdefault(snapshot.pins.policy_hash, f"{record} (its policy)")
         for item in snapshot.selected:
             if text_hash(item.visible_text) != item.visible_text_hash:
                 findings.add("changed", f"{record} item {item.citation_id}", "visible text does not match its hash")
@@ -273,8 +341,20 @@ def _check_snapshots(conn: Session, snapshot_events: dict[str, tuple[str, str]],
             findings.add("deleted", f"blob {snapshot.projection.block_ref[:16]}…", f"context block of {row.id} is missing")
         _check_candidate_rows(conn, snapshot, findings)
     for snapshot_id in sorted(set(snapshot_events) - seen):
-        findings.add("deleted", f"snapshot {snapshot_id}", f"recorded by {snapshot_events[snapshot_id][1]} but missing")
+        findings.add("deleted", f"snapshot {snapshot_id}", f"recorded by {snapshot_events[snapshot_id].record} but missing")
     return count
+
+
+def _snapshot_columns_differ(row: SnapshotRow, session_id: str, turn: int | None, created_at: str | None) -> list[str]:
+    """The snapshot row's columns (what lists and the timeline read) that its hashed record contradicts."""
+    differing = []
+    if row.session_id != session_id:
+        differing.append("session_id")
+    if row.turn != turn:
+        differing.append("turn")
+    if stored_time_or_none(row.created_at) is None or stored_time_or_none(row.created_at) != stored_time_or_none(created_at):
+        differing.append("created_at")
+    return differing
 
 
 def _normalise_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
@@ -284,16 +364,50 @@ def _normalise_rows(rows: list[dict[str, object]]) -> list[dict[str, object]]:
     return [{k: value(v) for k, v in row.items()} for row in rows]
 
 
-def _check_blobs(conn: Session, findings: _Findings) -> int:
+def _check_blobs(conn: Session, findings: _Findings, present: set[str]) -> int:
     count = 0
     for digest, size, data in conn.execute(
         select(col(BlobRow.sha256), col(BlobRow.size), col(BlobRow.data)).execution_options(yield_per=100)
     ):
         count += 1
+        present.add(digest)
         raw = as_bytes(data)
         if sha256_hex(raw) != digest or len(raw) != size:
             findings.add("changed", f"blob {digest[:16]}…", "its bytes do not match its address")
     return count
+
+
+_DRIFT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("snapshot_id", "snapshot_id"),
+    ("index_version", "index_version_now"),
+    ("engine_version", "engine_now"),
+)
+
+
+def _check_drift_runs(conn: Session, findings: _Findings) -> None:
+    snapshots = set(conn.execute(select(col(SnapshotRow.id))).scalars())
+    for row in conn.exec(select(DriftRunRow).order_by(col(DriftRunRow.id)).execution_options(yield_per=200)):
+        record = f"drift run {row.id}"
+        body = as_bytes(row.body)
+        if sha256_hex(body) != row.hash:
+            findings.add("changed", record, "its bytes do not match its stored hash")
+            continue
+        try:
+            report = DriftReport.model_validate_json(body)
+        except ValidationError:
+            findings.add("malformed", record, "its body is not a drift report")
+            continue
+        differing = [column for column, field_name in _DRIFT_COLUMNS if getattr(row, column) != getattr(report, field_name)]
+        if row.summary != report.summary():
+            differing.append("summary")
+        if stored_time_or_none(row.created_at) != stored_time_or_none(stored_time(report.created_at)):
+            differing.append("created_at")
+        if report.id != row.id:
+            differing.append("id")
+        if differing:
+            findings.add("changed", record, f"its columns disagree with its report: {', '.join(differing)}")
+        if row.snapshot_id not in snapshots:
+            findings.add("deleted", f"snapshot {row.snapshot_id}", f"{record} is about it but it is missing")
 
 
 def candidate_rows_agree(conn: Session, snapshot: AuditSnapshot) -> bool:
@@ -348,7 +462,7 @@ def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
         head = conn.exec(select(SessionHeadRow).where(col(SessionHeadRow.session_id) == session_id)).first()
         header = conn.exec(select(SessionRow).where(col(SessionRow.id) == session_id)).first()
         chain = _ChainState()
-        snapshot_events: dict[str, tuple[str, str]] = {}
+        snapshot_events: dict[str, _RecordedSnapshot] = {}
         rows = conn.exec(
             select(EventRow)
             .where(col(EventRow.session_id) == session_id)
@@ -365,18 +479,24 @@ def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
         )
         # Two queries for all of the session's snapshots and blocks, not two per snapshot.
         stored = {
-            row.id: (as_bytes(row.body), row.hash)
+            row.id: row
             for row in conn.exec(select(SnapshotRow).where(col(SnapshotRow.id).in_(list(snapshot_events))))
         } if snapshot_events else {}
         block_refs: dict[str, str] = {}
-        for snapshot_id, (recorded, record) in sorted(snapshot_events.items()):
+        for snapshot_id, recorded in sorted(snapshot_events.items()):
             if snapshot_id not in stored:
-                findings.add("deleted", f"snapshot {snapshot_id}", f"recorded by {record} but missing")
+                findings.add("deleted", f"snapshot {snapshot_id}", f"recorded by {recorded.record} but missing")
                 continue
-            body, stored_hash = stored[snapshot_id]
-            if sha256_hex(body) != stored_hash or stored_hash != recorded:
+            snapshot_row = stored[snapshot_id]
+            body = as_bytes(snapshot_row.body)
+            if sha256_hex(body) != snapshot_row.hash or snapshot_row.hash != recorded.hash:
                 findings.add("changed", f"snapshot {snapshot_id}", "its bytes do not match the hash its event recorded")
                 continue
+            differing = _snapshot_columns_differ(snapshot_row, recorded.session_id, recorded.turn, recorded.created_at)
+            if differing:
+                findings.add(
+                    "changed", f"snapshot {snapshot_id}", f"its row's columns disagree with its event: {', '.join(differing)}"
+                )
             # The bytes match the hash the chain recorded, so every item in them is as written
             # (items were checked on write); only the block blob lives outside those bytes.
             # (The candidate rows are checked where they are shown: see candidate_rows_agree.)
@@ -395,4 +515,11 @@ def verify_session(store: Store, session_id: str) -> tuple[Problem, ...]:
             block = blocks.get(block_ref)
             if block is None or sha256_hex(block) != block_ref:
                 findings.add("changed", f"snapshot {snapshot_id} block", "the context block is missing or altered")
+        artifacts = findings.referenced_blobs
+        present = set(
+            conn.execute(select(col(BlobRow.sha256)).where(col(BlobRow.sha256).in_(sorted(artifacts)))).scalars()
+        ) if artifacts else set()
+        for digest, record in sorted(artifacts.items()):
+            if digest not in present:
+                findings.add("deleted", f"blob {digest[:16]}…", f"{record} refers to it but it is missing")
     return tuple(findings.problems)

@@ -13,7 +13,7 @@ from scopelens.core.hashing import canonical_json, sha256_hex
 from scopelens.core.store.store import Store
 from scopelens.core.store.verify import verify_session, verify_store
 from scopelens.core.vocab import EventType
-from tests.support.factories import make_snapshot
+from tests.support.factories import FACTORY_POLICY, make_snapshot
 from tests.support.tamper import tampering
 
 
@@ -171,7 +171,7 @@ def test_triggers_refuse_update_and_delete(populated):
 
     with Store.open(url) as store:
         snapshot, block = make_snapshot("snap-t", "s-a")
-        store.write_snapshot(snapshot, block)
+        store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
     engine = create_engine(normalise_url(url))
     try:
         for statement in (
@@ -193,7 +193,7 @@ def test_snapshot_write_is_atomic_and_verified(store_url):
     with Store.open(store_url, create=True) as store:
         session = store.create_session(project="p", session_id="s-1")
         snapshot, block = make_snapshot("snap-1", session.id)
-        content_hash = store.write_snapshot(snapshot, block)
+        content_hash = store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
         stored = store.get_snapshot("snap-1")
         assert stored.content_hash == content_hash == sha256_hex(stored.body)
         assert stored.snapshot == snapshot
@@ -203,7 +203,7 @@ def test_snapshot_write_is_atomic_and_verified(store_url):
         assert events[-1].payload["snapshot_hash"] == content_hash
         # A second write of the same id fails and leaves nothing half-written.
         with pytest.raises(Exception, match="already exists"):
-            store.write_snapshot(snapshot, block)
+            store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
         assert len(store.events(session.id)) == len(events)
     assert report_for(store_url).clean
 
@@ -212,7 +212,7 @@ def test_snapshot_tampering_is_named(store_url):
     with Store.open(store_url, create=True) as store:
         session = store.create_session(project="p", session_id="s-1")
         snapshot, block = make_snapshot("snap-1", session.id)
-        store.write_snapshot(snapshot, block)
+        store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
     with tampering(store_url) as conn:
         body = bytes(conn.execute(text("SELECT body FROM snapshots WHERE id='snap-1'")).scalar())
         document = json.loads(body)
@@ -244,7 +244,7 @@ def test_forged_candidate_rows_are_caught_where_they_are_shown(store_url):
     with Store.open(store_url, create=True) as store:
         session = store.create_session(project="p", session_id="s-1")
         snapshot, block = make_snapshot("snap-1", session.id)
-        store.write_snapshot(snapshot, block)
+        store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
     model = ReadModel(store_url)
     try:
         assert model.snapshot("snap-1").rows_ok

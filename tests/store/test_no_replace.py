@@ -13,12 +13,7 @@ from scopelens.core.store.engine import normalise_url
 from scopelens.core.store.store import Store
 from scopelens.core.store.verify import verify_store
 from scopelens.core.vocab import EventType
-from tests.support.factories import make_snapshot
-
-DRIFT_ROW = (
-    "INSERT INTO drift_runs (id, snapshot_id, created_at, index_version, engine_version, config_hash, "
-    "summary, body, hash) VALUES ('d-1', 'snap-r', '2026-01-01T00:00:00Z', 'v', 'e', 'c', 's', :body, 'h')"
-)
+from tests.support.factories import DRIFT_RUN_INSERT, FACTORY_POLICY, made_drift_run, make_snapshot
 
 
 @pytest.fixture
@@ -27,10 +22,10 @@ def written(store_url: str) -> str:
         session = store.create_session(project="p", session_id="s-r")
         store.append_event(session.id, EventType.USER_MESSAGE, {"text": "hello"})
         snapshot, block = make_snapshot("snap-r", session.id)
-        store.write_snapshot(snapshot, block)
+        store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
     engine = create_engine(normalise_url(store_url))
     with engine.begin() as conn:
-        conn.execute(text(DRIFT_ROW), {"body": b"{}"})
+        conn.execute(text(DRIFT_RUN_INSERT), made_drift_run("d-1", "snap-r", "s-r"))
     engine.dispose()
     return store_url
 
@@ -67,11 +62,11 @@ def test_insert_or_replace_cannot_rewrite_an_append_only_row(tmp_path, what):
         session = store.create_session(project="p", session_id="s-r")
         store.append_event(session.id, EventType.USER_MESSAGE, {"text": "hello"})
         snapshot, block = make_snapshot("snap-r", session.id)
-        store.write_snapshot(snapshot, block)
+        store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
     engine = create_engine(normalise_url(url))
     try:
         with engine.begin() as conn:
-            conn.execute(text(DRIFT_ROW), {"body": b"{}"})
+            conn.execute(text(DRIFT_RUN_INSERT), made_drift_run("d-1", "snap-r", "s-r"))
         with engine.connect() as conn:
             before = _counts(conn)
         with pytest.raises(Exception, match="append-only"), engine.begin() as conn:
@@ -99,6 +94,7 @@ def test_drift_runs_cannot_be_truncated_or_deleted(written):
             with pytest.raises(Exception, match="append-only"), engine.begin() as conn:
                 conn.execute(text(statement))
         with engine.connect() as conn:
-            assert conn.execute(text("SELECT summary FROM drift_runs")).scalar() == "s"
+            summary = conn.execute(text("SELECT summary FROM drift_runs")).scalar()
+        assert summary == made_drift_run("d-1", "snap-r", "s-r")["summary"]
     finally:
         engine.dispose()

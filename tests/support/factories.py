@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from scopelens.core.clock import stored_time
 from scopelens.core.contracts import (
     AuditSnapshot,
     BudgetRecord,
     CitationEntry,
+    DriftReport,
     Pins,
     Projection,
     RankedEntry,
@@ -19,10 +21,14 @@ from scopelens.core.contracts import (
     SnapshotItem,
     SubQuery,
 )
-from scopelens.core.hashing import sha256_hex, text_hash
+from scopelens.core.hashing import canonical_json, sha256_hex, text_hash
+from scopelens.core.pipeline.policy import Policy
 from scopelens.core.vocab import Authority, EvidenceKind, Source, Stage, SubQueryIntent, Trust, Visibility
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+FACTORY_POLICY = canonical_json(Policy())
+"""The policy every made snapshot pins: pass it as ``write_snapshot(..., blobs=[FACTORY_POLICY])``."""
 
 
 def make_snapshot(
@@ -102,6 +108,27 @@ def make_snapshot(
                 for i in items
             },
         ),
-        pins=Pins(engine_version="test", config_hash="c", policy_hash="p", index_version="i"),
+        pins=Pins(engine_version="test", config_hash="c", policy_hash=sha256_hex(FACTORY_POLICY), index_version="i"),
     )
     return snapshot, block
+
+
+DRIFT_RUN_INSERT = (
+    "INSERT INTO drift_runs (id, snapshot_id, created_at, index_version, engine_version, config_hash, summary, body, hash) "
+    "VALUES (:id, :snapshot_id, :created_at, :index_version, :engine_version, 'c', :summary, :body, :hash)"
+)
+"""Insert a drift run row made by :func:`made_drift_run` (drift runs are written by compute_drift)."""
+
+
+def made_drift_run(run_id: str, snapshot_id: str, session_id: str) -> dict[str, object]:
+    """The column values of a well-formed drift run of a made snapshot, for DRIFT_RUN_INSERT."""
+    report = DriftReport(
+        id=run_id, snapshot_id=snapshot_id, session_id=session_id, created_at=T0,
+        index_version_then="i", index_version_now="i2", engine_then="test", engine_now="test",
+        config_changed=False, engine_changed=False, index_changed=True, items=(),
+    )
+    body = canonical_json(report)
+    return {
+        "id": run_id, "snapshot_id": snapshot_id, "created_at": stored_time(T0), "index_version": "i2",
+        "engine_version": "test", "summary": report.summary(), "body": body, "hash": sha256_hex(body),
+    }

@@ -1,0 +1,142 @@
+"""`verify` covers every stored field a screen or drift relies on, not only the hashed bodies.
+
+Each record here is something the sessions list, the timeline or drift reads: a session
+head's counters, a snapshot row's columns, an event's time column, the policy and artifact
+blobs, and recorded drift runs. Tampered through SQL (triggers bypassed), each is named.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from scopelens.core.audit.drift import recorded_policy
+from scopelens.core.contracts import ArtifactRef, ToolFinishedPayload
+from scopelens.core.errors import IntegrityError
+from scopelens.core.hashing import sha256_hex
+from scopelens.core.store.store import Store
+from scopelens.core.store.verify import verify_session, verify_store
+from scopelens.core.vocab import EventType
+from tests.support.factories import DRIFT_RUN_INSERT, FACTORY_POLICY, T0, made_drift_run, make_snapshot
+from tests.support.tamper import tampering
+
+ARTIFACT = b"FAILED tests/test_money.py::test_cents - assert 99 == 100\n"
+
+
+@pytest.fixture
+def recorded(store_url: str) -> str:
+    """One session: a user message, a tool run with an artifact, a snapshot, a drift run."""
+    with Store.open(store_url, create=True) as store:
+        session = store.create_session(project="p", session_id="s-v", created_at=T0)
+        store.append_event(session.id, EventType.USER_MESSAGE, {"text": "fix cents"})
+        blob = store.put_blob(ARTIFACT)
+        store.append_event(
+            session.id,
+            EventType.TOOL_FINISHED,
+            ToolFinishedPayload(
+                call_id="c1", tool="pytest", exit_code=1,
+                artifacts=(ArtifactRef(blob=blob, name="pytest.log", size=len(ARTIFACT)),),
+            ),
+        )
+        snapshot, block = make_snapshot("snap-v", session.id, turn=1)
+        store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
+    with tampering(store_url) as conn:  # drift runs are written by compute_drift; this one is made by hand
+        conn.execute(text(DRIFT_RUN_INSERT), made_drift_run("drift-v", "snap-v", "s-v"))
+    return store_url
+
+
+def problems(url: str) -> set[tuple[str, str]]:
+    with Store.open(url, read_only=True) as store:
+        return {(p.kind, p.record) for p in verify_store(store).problems}
+
+
+def session_problems(url: str) -> set[tuple[str, str]]:
+    with Store.open(url, read_only=True) as store:
+        return {(p.kind, p.record) for p in verify_session(store, "s-v")}
+
+
+def details(url: str) -> str:
+    with Store.open(url, read_only=True) as store:
+        return " | ".join(p.detail for p in verify_store(store).problems)
+
+
+def test_the_recorded_store_verifies_clean(recorded):
+    assert problems(recorded) == set()
+    assert session_problems(recorded) == set()
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("last_turn", 9), ("snapshot_count", 5), ("updated_at", "2031-01-01T00:00:00.000000Z")],
+)
+def test_session_head_counters_are_checked(recorded, column, value):
+    with tampering(recorded) as conn:
+        conn.execute(text(f"UPDATE session_heads SET {column} = :v WHERE session_id = 's-v'"), {"v": value})
+    assert ("changed", "session s-v") in problems(recorded)
+    assert ("changed", "session s-v") in session_problems(recorded)
+    assert column in details(recorded)
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("turn", 7), ("session_id", "s-other"), ("created_at", "2031-01-01T00:00:00.000000Z")],
+)
+def test_snapshot_row_columns_are_checked(recorded, column, value):
+    with tampering(recorded) as conn:
+        conn.execute(text(f"UPDATE snapshots SET {column} = :v WHERE id = 'snap-v'"), {"v": value})
+    assert ("changed", "snapshot snap-v") in problems(recorded)
+    assert ("changed", "snapshot snap-v") in session_problems(recorded)
+    assert column in details(recorded)
+
+
+def test_an_event_time_column_is_checked(recorded):
+    with tampering(recorded) as conn:
+        conn.execute(text("UPDATE events SET created_at = '2031-01-01T00:00:00.000000Z' WHERE session_id = 's-v' AND seq = 1"))
+    assert ("changed", "event s-v#1") in problems(recorded)
+    assert "created_at" in details(recorded)
+
+
+def test_a_missing_policy_blob_is_named_and_drift_refuses_to_guess(recorded):
+    policy = sha256_hex(FACTORY_POLICY)
+    with tampering(recorded) as conn:
+        conn.execute(text("DELETE FROM blobs WHERE sha256 = :s"), {"s": policy})
+    assert ("deleted", f"blob {policy[:16]}…") in problems(recorded)
+    assert "its policy" in details(recorded)
+    with Store.open(recorded, read_only=True) as store:
+        snapshot = store.get_snapshot("snap-v").snapshot
+        with pytest.raises(IntegrityError, match="policy it ran under"):
+            recorded_policy(store, snapshot)
+
+
+def test_a_missing_artifact_blob_is_named(recorded):
+    artifact = sha256_hex(ARTIFACT)
+    with tampering(recorded) as conn:
+        conn.execute(text("DELETE FROM blobs WHERE sha256 = :s"), {"s": artifact})
+    assert ("deleted", f"blob {artifact[:16]}…") in problems(recorded)
+    assert ("deleted", f"blob {artifact[:16]}…") in session_problems(recorded)
+    assert "pytest.log" in details(recorded)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("UPDATE drift_runs SET summary = 'nothing changed'", "summary"),
+        ("UPDATE drift_runs SET index_version = 'i'", "index_version"),
+        ("UPDATE drift_runs SET hash = :zero", "do not match"),
+        ("UPDATE drift_runs SET snapshot_id = 'snap-gone'", "snapshot_id"),
+    ],
+)
+def test_drift_runs_are_checked(recorded, statement, expected):
+    with tampering(recorded) as conn:
+        conn.execute(text(statement), {"zero": "0" * 64})
+    assert ("changed", "drift run drift-v") in problems(recorded)
+    assert expected in details(recorded)
+
+
+def test_a_store_without_a_snapshot_policy_cannot_be_written(store_url):
+    with Store.open(store_url, create=True) as store:
+        session = store.create_session(project="p", session_id="s-n")
+        snapshot, block = make_snapshot("snap-n", session.id)
+        with pytest.raises(Exception, match="policy"):
+            store.write_snapshot(snapshot, block)
+        assert store.events(session.id)[-1].type == EventType.SESSION_STARTED

@@ -564,10 +564,32 @@ class Problem(Contract):
         "missing-session",
         "head-mismatch",
         "malformed",
+        "rewritten",
+        "rolled-back",
+        "bad-signature",
     ]
     record: str
     """e.g. ``event s-1#4``, ``snapshot snap-2``, ``blob 3fa2…``, ``session s-1``."""
     detail: str
+
+
+class CheckpointCheck(Contract):
+    """What ``verify --checkpoint`` found: whether the store's first ``size`` events are the
+    ones the checkpoint pinned (a mismatch is also a problem in the report)."""
+
+    size: int
+    head: str
+    origin: str | None
+    head_now: str | None
+    """The store chain's head recomputed at ``size``; None when the store has fewer events."""
+    holds: bool
+    signed: bool
+    signature_checked: bool
+    appended_since: int = 0
+    """Events after the checkpoint: new since it was taken, and as trustworthy as the store's
+    access control (a checkpoint pins what came before it, not what came after)."""
+    appended_sessions: tuple[str, ...] = ()
+    """The sessions those events were appended to: an old session here deserves a look."""
 
 
 class VerifyReport(Contract):
@@ -581,6 +603,7 @@ class VerifyReport(Contract):
     snapshots: int
     blobs: int
     problems: tuple[Problem, ...]
+    checkpoint: CheckpointCheck | None = None
 
     @property
     def clean(self) -> bool:

@@ -1,16 +1,26 @@
-"""``scopelens sessions``, ``show ID``, ``verify`` and ``migrate``: reading the audit store."""
+"""``scopelens sessions``, ``show ID``, ``verify``, ``checkpoint`` and ``migrate``: reading the audit store."""
 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from scopelens.core.errors import IntegrityError, UnknownIdError
+from scopelens.core.errors import IntegrityError, InvalidInputError, UnknownIdError
 from scopelens.core.output import console, print_json, short
+from scopelens.core.store.checkpoint import (
+    KEY_ENV,
+    load_private_key,
+    load_public_key,
+    new_signing_key,
+    parse_checkpoint,
+    sign_checkpoint,
+)
 from scopelens.core.store.store import Store, event_summary
-from scopelens.core.store.verify import verify_store
+from scopelens.core.store.verify import make_checkpoint, verify_store
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -28,7 +38,27 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "verify", parents=[common], help="re-derive every hash and link; exit 0 only when clean"
     )
     verify.add_argument("--json", action="store_true", help="print JSON")
+    verify.add_argument(
+        "--checkpoint", metavar="SIZE:HASH|LINE",
+        help="also check that the first SIZE events are the ones a checkpoint pinned (its line, or SIZE:HASH)",
+    )
+    verify.add_argument(
+        "--public-key", type=Path, metavar="FILE", help="check the checkpoint's signature with this Ed25519 key"
+    )
     verify.set_defaults(run=run_verify)
+
+    checkpoint = subparsers.add_parser(
+        "checkpoint", parents=[common],
+        help="verify the store, then print its head as one line to keep elsewhere (signed with --key)",
+    )
+    checkpoint.add_argument(
+        "--key", type=Path, metavar="FILE", help=f"sign with this Ed25519 private key (default: ${KEY_ENV} if set)"
+    )
+    checkpoint.add_argument(
+        "--new-key", type=Path, metavar="FILE", help="make a signing key pair (FILE and FILE.pub) and exit"
+    )
+    checkpoint.add_argument("--json", action="store_true", help="print JSON")
+    checkpoint.set_defaults(run=run_checkpoint)
 
     migrate = subparsers.add_parser("migrate", parents=[common], help="bring a store to this version's schema")
     migrate.set_defaults(run=run_migrate)
@@ -124,8 +154,12 @@ def _show_snapshot(args: argparse.Namespace, stored: Any) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    pinned = parse_checkpoint(args.checkpoint) if args.checkpoint else None
+    if args.public_key and pinned is None:
+        raise InvalidInputError("--public-key checks a checkpoint's signature: give --checkpoint too")
+    key = load_public_key(args.public_key) if args.public_key else None
     with Store.open(args.db, read_only=True) as store:
-        report = verify_store(store)
+        report = verify_store(store, checkpoint=pinned, checkpoint_key=key)
     if args.json:
         print_json("verify", {**report.model_dump(mode="json"), "clean": report.clean})
     else:
@@ -136,9 +170,43 @@ def run_verify(args: argparse.Namespace) -> int:
         )
         for problem in report.problems:
             out.print(f"[red]{problem.kind}[/]: {problem.record}: {problem.detail}")
+        if report.checkpoint is not None and report.checkpoint.holds:
+            signature = (
+                "signature valid" if report.checkpoint.signature_checked
+                else "signed, signature not checked (give --public-key)" if report.checkpoint.signed
+                else "unsigned"
+            )
+            out.print(f"checkpoint holds: the first {report.checkpoint.size} events are the ones it pinned ({signature})")
+            if report.checkpoint.appended_since:
+                sessions = ", ".join(report.checkpoint.appended_sessions)
+                out.print(f"{report.checkpoint.appended_since} event(s) appended since, to: {sessions}")
         out.print("[green]clean[/]" if report.clean else f"[red]{len(report.problems)} problem(s)[/]")
     if not report.clean:
         raise IntegrityError(f"verify found {len(report.problems)} problem(s)") if not args.json else _QuietFail()
+    return 0
+
+
+def run_checkpoint(args: argparse.Namespace) -> int:
+    if args.new_key:
+        key_id = new_signing_key(args.new_key)
+        console().print(f"key {key_id}: private {args.new_key} (keep it secret), public {args.new_key}.pub")
+        return 0
+    key_path = args.key or (Path(os.environ[KEY_ENV]) if os.environ.get(KEY_ENV) else None)
+    key = load_private_key(key_path) if key_path else None
+    with Store.open(args.db, read_only=True) as store:
+        checkpoint = make_checkpoint(store, verify_store(store))
+    if key is not None:
+        checkpoint = sign_checkpoint(checkpoint, key)
+    if args.json:
+        print_json(
+            "checkpoint",
+            {
+                "line": checkpoint.line(), "origin": checkpoint.origin, "size": checkpoint.size,
+                "head": checkpoint.head, "key_id": checkpoint.key_id,
+            },
+        )
+    else:
+        print(checkpoint.line())
     return 0
 
 

@@ -28,14 +28,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
 from scopelens.core.clock import stored_time
-from scopelens.core.contracts import AuditSnapshot, DriftReport, Problem, VerifyReport
+from scopelens.core.contracts import AuditSnapshot, CheckpointCheck, DriftReport, Problem, VerifyReport
+from scopelens.core.errors import IntegrityError
 from scopelens.core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
+from scopelens.core.store.checkpoint import Checkpoint, origin_of, signature_problem
 from scopelens.core.store.store import Store, snapshot_candidate_rows, stored_time_or_none
 from scopelens.core.store.tables import (
     BlobRow,
@@ -48,6 +50,9 @@ from scopelens.core.store.tables import (
     StoreHeadRow,
 )
 from scopelens.core.vocab import EventType
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 Progress = Callable[[int], None]
 
@@ -86,8 +91,19 @@ class _Findings:
         self.problems.append(Problem(kind=kind, record=record, detail=detail))
 
 
-def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyReport:
-    """Check the whole store; the report is clean only when no problem was found."""
+def verify_store(
+    store: Store,
+    *,
+    progress: Progress | None = None,
+    checkpoint: Checkpoint | None = None,
+    checkpoint_key: Ed25519PublicKey | None = None,
+) -> VerifyReport:
+    """Check the whole store; the report is clean only when no problem was found.
+
+    With a ``checkpoint`` (taken earlier, kept elsewhere), also check that the store's first
+    ``checkpoint.size`` events are the ones it pinned, and with ``checkpoint_key`` that it is
+    signed by that key.
+    """
     findings = _Findings()
     with store.read() as conn:
         sessions = {row.id: row for row in conn.exec(select(SessionRow))}
@@ -106,13 +122,17 @@ def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyRep
             _check_event(row, chains.setdefault(row.session_id, _ChainState()), findings, snapshot_events)
 
         store_hash = ZERO_HASH
+        first_event_hash: str | None = None
+        head_at_checkpoint: str | None = ZERO_HASH if checkpoint is not None and checkpoint.size == 0 else None
         expected_store_seq = 1
+        appended: dict[str, int] = {}
+        """Events after the checkpoint, per session: a forged reply appended to an old session shows here."""
         by_append = (
-            select(col(EventRow.store_seq), col(EventRow.hash))
+            select(col(EventRow.store_seq), col(EventRow.hash), col(EventRow.session_id))
             .order_by(col(EventRow.store_seq))
             .execution_options(yield_per=2000)
         )
-        for store_seq, event_hash in conn.execute(by_append):
+        for store_seq, event_hash, event_session in conn.execute(by_append):
             if store_seq != expected_store_seq:
                 findings.add(
                     "deleted",
@@ -121,6 +141,12 @@ def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyRep
                 )
             expected_store_seq = store_seq + 1
             store_hash = store_chain_next(store_hash, event_hash)
+            if first_event_hash is None:
+                first_event_hash = event_hash
+            if checkpoint is not None and store_seq == checkpoint.size:
+                head_at_checkpoint = store_hash
+            elif checkpoint is not None and store_seq > checkpoint.size:
+                appended[event_session] = appended.get(event_session, 0) + 1
 
         if events_seen and stored_seq != expected_store_seq - 1:
             findings.add(
@@ -144,6 +170,13 @@ def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyRep
             if digest not in present:
                 findings.add("deleted", f"blob {digest[:16]}…", f"{record} refers to it but it is missing")
         _check_drift_runs(conn, findings)
+    checked = (
+        None
+        if checkpoint is None
+        else _check_checkpoint(
+            checkpoint, checkpoint_key, head_at_checkpoint, origin_of(first_event_hash), appended, findings
+        )
+    )
 
     return VerifyReport(
         store_head=store_hash,
@@ -153,7 +186,62 @@ def verify_store(store: Store, *, progress: Progress | None = None) -> VerifyRep
         snapshots=snapshot_count,
         blobs=blob_count,
         problems=tuple(findings.problems),
+        checkpoint=checked,
     )
+
+
+def _check_checkpoint(
+    checkpoint: Checkpoint,
+    key: Ed25519PublicKey | None,
+    head_now: str | None,
+    origin: str,
+    appended: dict[str, int],
+    findings: _Findings,
+) -> CheckpointCheck:
+    record = f"store head at {checkpoint.size}"
+    holds = True
+    if checkpoint.origin is not None and checkpoint.origin != origin:
+        holds = False
+        findings.add(
+            "rewritten", "store origin",
+            f"the checkpoint is of {checkpoint.origin}; this store's first event makes it {origin} "
+            "(another store, or rewritten from its first event)",
+        )
+    if head_now is None:
+        holds = False
+        findings.add("rolled-back", record, f"the checkpoint pins {checkpoint.size} events; the store has fewer")
+    elif head_now != checkpoint.head:
+        holds = False
+        findings.add(
+            "rewritten", record,
+            f"recomputed {head_now[:16]}… but the checkpoint pins {checkpoint.head[:16]}…: "
+            f"the first {checkpoint.size} events are not the ones it recorded",
+        )
+    if key is not None:
+        why = signature_problem(checkpoint, key)
+        if why is not None:
+            holds = False
+            findings.add("bad-signature", "checkpoint", why)
+    return CheckpointCheck(
+        size=checkpoint.size,
+        head=checkpoint.head,
+        origin=checkpoint.origin,
+        head_now=head_now,
+        holds=holds,
+        signed=checkpoint.signed,
+        signature_checked=key is not None and holds,
+        appended_since=sum(appended.values()),
+        appended_sessions=tuple(sorted(appended)),
+    )
+
+
+def make_checkpoint(store: Store, report: VerifyReport) -> Checkpoint:
+    """The checkpoint of a store ``report`` found clean: its size, head and origin."""
+    if not report.clean:
+        raise IntegrityError(f"the store does not verify ({len(report.problems)} problem(s)): no checkpoint of it")
+    with store.read() as conn:
+        first = conn.execute(select(col(EventRow.hash)).where(col(EventRow.store_seq) == 1)).scalar()
+    return Checkpoint(size=report.events, head=report.store_head, origin=origin_of(first))
 
 
 def _check_event(

@@ -23,6 +23,10 @@ class Source(StrEnum):
     MEMORY = "memory"
 
 
+WORKSPACE_SOURCES = frozenset({Source.WORKSPACE_CODE, Source.WORKSPACE_DOC, Source.PROJECT_RULE, Source.DECISION_RECORD})
+"""The sources read from a workspace's versioned index (per project, branch and root)."""
+
+
 class EvidenceKind(StrEnum):
     """What a piece of evidence is; also the citation prefix (``[code#2]``)."""
 

@@ -29,6 +29,7 @@ from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import all_memory_versions
 from scopelens.core.pathmatch import normalise_prefix, under_prefix
+from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.vocab import EventType, Stage
@@ -93,11 +94,12 @@ def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyN
         return trimmed
     known = _index_chunks_for(store, snapshot, kind, value)
     known_ids = {f"chunk:{c.chunk_id}" for c in known}
+    memories_elsewhere = False
     if kind != "path":
-        known_ids |= {
-            f"memory:{record.id}" for record, _digest in all_memory_versions(store)
-            if value.lower() in record.content.lower()
-        }
+        for record, _digest in all_memory_versions(store):
+            if value.lower() in record.content.lower():
+                known_ids.add(f"memory:{record.id}")
+                memories_elsewhere = memories_elsewhere or record.project != snapshot.scope.project
     for rejected in snapshot.rejected:
         if rejected.candidate_id in known_ids or _matches(kind, value, rejected.path, rejected.symbol, None):
             origin = "the scope probe recorded it" if rejected.from_probe else "it was recalled"
@@ -105,7 +107,23 @@ def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyN
                 **base, stage=rejected.stage, rejection=rejected, source_ref=rejected.source_ref,
                 summary=f"{rejected.stage.value}: {rejected.source_ref}: {rejected.reason} ({origin})",
             )
+    in_project = any(c.project == snapshot.scope.project for c in known)
+    if not in_project and (known or memories_elsewhere):
+        return _outside_the_project(snapshot, base)
     return _not_recalled(snapshot, known, base)
+
+
+def _outside_the_project(snapshot: AuditSnapshot, base: dict[str, str]) -> WhyNotAnswer:
+    """It exists only outside the snapshot's project: out of scope, said without naming where."""
+    counted = [r for r in snapshot.rejected if r.candidate_id.startswith(OTHER_PROJECTS_PREFIX)]
+    probe = "; ".join(r.reason for r in counted) if counted else "the probe recorded no hit of other projects"
+    return WhyNotAnswer(
+        **base, stage=Stage.OUT_OF_SCOPE,
+        summary=(
+            f"out-of-scope: nothing matching {base['kind']} {base['value']!r} is in project {snapshot.scope.project}, "
+            f"the snapshot's scope; other projects are outside it and are never named ({probe})"
+        ),
+    )
 
 
 def _selected_answer(store: Store, snapshot: AuditSnapshot, item: SnapshotItem, base: dict[str, str]) -> WhyNotAnswer:

@@ -19,6 +19,7 @@ from scopelens.core.index.scorer import RecallFilter, Scorer
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.index.walker import git_branch
 from scopelens.core.output import console, print_json
 from scopelens.core.pipeline.policy import find_policy
 from scopelens.core.store.store import Store
@@ -29,7 +30,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     index = subparsers.add_parser("index", parents=[common], help="index a workspace (incremental)")
     index.add_argument("path", type=Path, help="workspace root")
     index.add_argument("--project", required=True, help="project name the index belongs to")
-    index.add_argument("--branch", help="branch name (default: none)")
+    index.add_argument("--branch", help="branch name (default: the branch checked out in PATH, if it is a git work tree)")
     index.add_argument("--max-bytes", type=int, default=1_000_000, help="skip files larger than this")
     index.add_argument("--policy", type=Path, help="policy TOML for rule_globs/decision_globs "
                        "(default: PATH/.scopelens/policy.toml)")
@@ -63,9 +64,11 @@ def run_index(args: argparse.Namespace) -> int:
     # The policy says where the project keeps rules and decisions; retrieval reads the same file.
     policy = find_policy(args.path, args.policy)
     classifier = SourceClassifier().with_globs(policy.rule_globs, policy.decision_globs)
+    branch = args.branch if args.branch is not None else git_branch(args.path)
+
     def run(store: Store, progress: Callable[[int, int, str], None] | None) -> IndexReport:
         return index_workspace(
-            store, args.path, project=args.project, branch=args.branch, max_bytes=args.max_bytes,
+            store, args.path, project=args.project, branch=branch, max_bytes=args.max_bytes,
             progress=progress, classifier=classifier,
         )
 

@@ -25,6 +25,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     retrieve.add_argument("--intent", required=True, type=Path, help="intent JSON file")
     retrieve.add_argument("--scope", type=Path, help="scope JSON file (narrows or sets fields)")
     retrieve.add_argument("--session", help="append to this session (default: a new one)")
+    retrieve.add_argument(
+        "--branch",
+        help="the branch to read (default: the session's, else the project's only indexed branch, "
+        "else the workspace's git branch)",
+    )
     retrieve.add_argument("--policy", type=Path, help="policy TOML (default: WORKSPACE/.scopelens/policy.toml)")
     retrieve.add_argument("--workspace", type=Path, help="workspace root (for its policy and as the scope's root)")
     retrieve.add_argument("--json", action="store_true", help="print JSON")
@@ -60,7 +65,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
     policy = find_policy(workspace, args.policy)
     with Store.open(args.db, create=True) as store:
         observation = Retriever(store, policy=policy, workspace_root=workspace).retrieve(
-            intent, scope, project=args.project, session_id=args.session
+            intent, scope, project=args.project, session_id=args.session, branch=args.branch
         )
     if args.json:
         json.dump(observation.to_json(), sys.stdout, ensure_ascii=False, indent=2)

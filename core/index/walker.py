@@ -173,6 +173,13 @@ def git_state(root: Path) -> tuple[str | None, bool | None]:
     return (head.strip() or None) if head else None, dirty
 
 
+def git_branch(root: Path) -> str | None:
+    """The branch checked out in the git work tree holding ``root``; None if none (not a
+    repository, or a detached HEAD). Never raises."""
+    name = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD")
+    return (name.strip() or None) if name else None
+
+
 def _git(root: Path, *args: str) -> str | None:
     # GIT_DIR and friends would point git at another repository; optional locks would let a
     # read-only query rewrite the index.

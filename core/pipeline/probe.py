@@ -6,6 +6,11 @@ re-runs each sub-query *without* those masks (top few per sub-query) and records
 masked recall could not return as a rejection (``out-of-scope``, ``stale``, ``denied-source``)
 with source_ref, version and reason. It never fetches chunk text: only provenance columns.
 Its results are runtime-only; no model-visible output carries them.
+
+Other projects are outside the permission context entirely: the probe counts their hits (one
+aggregate rejection per source, ``other-projects:<source>``) and never records which paths,
+memory ids or project names matched, so a shared store does not copy one team's file names
+into another team's snapshots.
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import from_micros
 from scopelens.core.memory import all_memory_versions
 from scopelens.core.pathmatch import under_any
-from scopelens.core.pipeline.recall import WORKSPACE_SOURCES, TimeWindow, workspace_filter
+from scopelens.core.pipeline.recall import TimeWindow, workspace_filter
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
-from scopelens.core.vocab import Source, Stage
+from scopelens.core.vocab import WORKSPACE_SOURCES, Source, Stage
 
 PROBE_TOP_K = 3
+OTHER_PROJECTS_REF = "(other projects)"
+"""The source_ref of the probe's aggregate rejections: counts, never names."""
+OTHER_PROJECTS_PREFIX = "other-projects:"
 MEMORY_PROBE_FLOOR = 0.5
 """A memory is recorded as withheld only if it scores at least half the best memory's score:
 one shared word is not enough to be worth an audit line."""
@@ -44,6 +52,8 @@ def probe(
 ) -> list[RejectedItem]:
     """Rejections for what the scope withheld, one per chunk or memory, in probe order."""
     rejected: dict[str, RejectedItem] = {}
+    elsewhere: dict[Source, set[str]] = {}
+    """Hits in other projects, per source: counted, never recorded by name."""
     memory_probed: set[tuple[tuple[str, float], ...]] = set()
     """Term lists already probed against memory: sub-queries usually share their terms, and
     each probe reads and scores every memory version of every project."""
@@ -54,17 +64,35 @@ def probe(
             candidate_id = f"chunk:{row['id']}"
             if candidate_id in recalled_ids or candidate_id in rejected:
                 continue
+            if row["project"] != scope.project:
+                elsewhere.setdefault(Source(str(row["source"])), set()).add(candidate_id)
+                continue
             verdict = _why_withheld(row, scope, window)
             if verdict is not None:
                 rejected[candidate_id] = _item(candidate_id, row, *verdict)
         wants_memory = Source.MEMORY in sub_query.sources or Source.MEMORY in scope.denied_sources
         if wants_memory and tuple(terms) not in memory_probed:
             memory_probed.add(tuple(terms))
-            for item in _memory_probe(store, terms, scope):
+            for item in _memory_probe(store, terms, scope, elsewhere):
                 rejected.setdefault(item.candidate_id, item)
     for item in _denied_source_probe(store, scorer, list(sub_queries), scope, window, recalled_ids):
         rejected.setdefault(item.candidate_id, item)
-    return list(rejected.values())
+    return [*rejected.values(), *_counted(elsewhere)]
+
+
+def _counted(elsewhere: dict[Source, set[str]]) -> list[RejectedItem]:
+    """One aggregate rejection per source for what other projects had: how many, not which."""
+    return [
+        RejectedItem(
+            candidate_id=f"{OTHER_PROJECTS_PREFIX}{source.value}", source=source, source_ref=OTHER_PROJECTS_REF,
+            source_version="", stage=Stage.OUT_OF_SCOPE, from_probe=True,
+            reason=(
+                f"{len(ids)} {'memory record' if source == Source.MEMORY else source.value + ' chunk'}(s) of other "
+                "projects matched and were withheld; the probe counts them and never records which"
+            ),
+        )
+        for source, ids in sorted(elsewhere.items(), key=lambda kv: kv[0].value)
+    ]
 
 
 def _denied_source_probe(
@@ -105,8 +133,6 @@ def _provenance(store: Store, chunk_ids: list[int]) -> list[dict[str, Any]]:
 
 
 def _why_withheld(row: dict[str, Any], scope: RetrievalScope, window: TimeWindow) -> tuple[Stage, str] | None:
-    if row["project"] != scope.project:
-        return Stage.OUT_OF_SCOPE, f"project {row['project']} is outside the scope (project {scope.project})"
     if scope.branch is not None and row["branch"] != scope.branch:
         return Stage.OUT_OF_SCOPE, f"branch {row['branch'] or '-'} is outside the scope (branch {scope.branch})"
     if scope.workspace_root is not None and row["root"] != scope.workspace_root:
@@ -131,7 +157,9 @@ def _why_withheld(row: dict[str, Any], scope: RetrievalScope, window: TimeWindow
     return None
 
 
-def _memory_probe(store: Store, terms: list[tuple[str, float]], scope: RetrievalScope) -> list[RejectedItem]:
+def _memory_probe(
+    store: Store, terms: list[tuple[str, float]], scope: RetrievalScope, elsewhere: dict[Source, set[str]]
+) -> list[RejectedItem]:
     records = all_memory_versions(store)
     scores = bm25_scores(terms, [record.content for record, _ in records])
     floor = MEMORY_PROBE_FLOOR * max(scores, default=0.0)
@@ -141,8 +169,9 @@ def _memory_probe(store: Store, terms: list[tuple[str, float]], scope: Retrieval
     items = []
     for _score, record, digest in ranked:
         if record.project != scope.project:
-            reason, stage = f"memory of project {record.project}, outside the scope", Stage.OUT_OF_SCOPE
-        elif not scope.admits_source(Source.MEMORY):
+            elsewhere.setdefault(Source.MEMORY, set()).add(f"memory:{record.id}")
+            continue
+        if not scope.admits_source(Source.MEMORY):
             reason, stage = "source memory is denied in this scope", Stage.DENIED_SOURCE
         else:
             continue

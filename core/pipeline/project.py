@@ -12,7 +12,7 @@ import re
 
 from scopelens.core.contracts import SnapshotItem
 from scopelens.core.textsafety import escape_controls
-from scopelens.core.vocab import EvidenceKind
+from scopelens.core.vocab import WORKSPACE_SOURCES, EvidenceKind
 
 CITATION_LIKE = re.compile(r"\[(" + "|".join(re.escape(k.value) for k in EvidenceKind) + r")#(\d+)\]", re.IGNORECASE)
 CLOSING_LINE = (
@@ -33,10 +33,16 @@ def escape_header_field(text: str, nonce: str) -> str:
     return escape_evidence(escape_controls(text), nonce)
 
 
-def item_header(item: SnapshotItem, nonce: str) -> str:
+def item_header(item: SnapshotItem, nonce: str, branch: str | None = None) -> str:
     """The line above an item's fence. Paths, ids and labels can come from file names and
-    imported records, so every free field is escaped: a name cannot start a line of its own."""
-    where = escape_header_field(item.source_ref, nonce)
+    imported records, so every free field is escaped: a name cannot start a line of its own.
+
+    A workspace file's reference is qualified with the branch it was read from, git-style
+    (``main:src/billing.py:1-2``), so no two branches' copies of a line look alike.
+    """
+    from_workspace = branch and item.path is not None and item.source in WORKSPACE_SOURCES
+    qualified = f"{branch}:{item.source_ref}" if from_workspace else item.source_ref
+    where = escape_header_field(qualified, nonce)
     label = f" · {escape_header_field(item.label, nonce)}" if item.label else ""
     return (
         f"[{escape_header_field(item.citation_id, nonce)}] {where} · {item.evidence_kind.value} · "
@@ -51,16 +57,18 @@ def render_block(
     purpose: str,
     items: list[SnapshotItem],
     missing: list[EvidenceKind],
+    branch: str | None = None,
 ) -> str:
+    on_branch = f", branch {escape_header_field(branch, nonce)}" if branch else ""
     lines = [
-        f"Retrieved evidence (snapshot {snapshot_id}, purpose {purpose}). "
+        f"Retrieved evidence (snapshot {snapshot_id}, purpose {purpose}{on_branch}). "
         f"Each item is fenced by evidence markers carrying the nonce {nonce}; cite items by their id.",
         "",
     ]
     if not items:
         lines += ["No evidence was found in scope.", ""]
     for item in items:
-        lines.append(item_header(item, nonce))
+        lines.append(item_header(item, nonce, branch))
         lines.append(f"<<<evidence {nonce} {item.citation_id}>>>")
         lines.append(escape_evidence(item.visible_text, nonce))
         lines.append(f"<<<end {nonce} {item.citation_id}>>>")

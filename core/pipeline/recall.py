@@ -24,9 +24,17 @@ from scopelens.core.memory import memory_versions
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import EventRow, SessionRow
-from scopelens.core.vocab import Authority, EventType, EvidenceKind, MemoryStatus, Source, Trust, Visibility
+from scopelens.core.vocab import (
+    WORKSPACE_SOURCES,
+    Authority,
+    EventType,
+    EvidenceKind,
+    MemoryStatus,
+    Source,
+    Trust,
+    Visibility,
+)
 
-WORKSPACE_SOURCES = frozenset({Source.WORKSPACE_CODE, Source.WORKSPACE_DOC, Source.PROJECT_RULE, Source.DECISION_RECORD})
 SOURCE_AUTHORITY: dict[Source, Authority] = {
     Source.PROJECT_RULE: Authority.HIGH,
     Source.DECISION_RECORD: Authority.HIGH,

@@ -41,6 +41,7 @@ from scopelens.core.pipeline import pack as pack_module
 from scopelens.core.pipeline import rerank as rerank_module
 from scopelens.core.pipeline import trim as trim_module
 from scopelens.core.pipeline.boundary import drop_split_conflicts, filter_boundary
+from scopelens.core.pipeline.branch import resolve_branch
 from scopelens.core.pipeline.pack import pack
 from scopelens.core.pipeline.planner import SUBQUERY_TOP_K, TERM_WEIGHTS, plan
 from scopelens.core.pipeline.policy import Policy
@@ -207,6 +208,7 @@ class Retriever:
         session_id: str | None = None,
         turn: int | None = None,
         model_request_id: str | None = None,
+        branch: str | None = None,
     ) -> RetrievalObservation:
         project = project or (scope.project if scope else None)
         if project is None:
@@ -214,17 +216,20 @@ class Retriever:
         # Redacted on intake, before anything derives from it: the title, the plan's terms, the
         # snapshot and the block all see the redacted text (and a title is cut after, not before).
         intent = redact_document(intent)
-        branch = scope.branch if scope else None
+        session = self.store.get_session(session_id) if session_id is not None else None
+        branch = resolve_branch(
+            self.store, project, requested=branch,
+            scope_branch=scope.branch if scope is not None and "branch" in scope.model_fields_set else None,
+            session_branch=session.branch if session is not None else None, workspace_root=self.workspace_root,
+        )
         if session_id is None:
             session_id = self.store.create_session(
                 project=project, branch=branch, workspace_root=self.workspace_root, title=intent.question[:80],
                 session_id=self.ids.new_id("s"), created_at=self.clock.now(),
             ).id
-        else:
-            self.store.get_session(session_id)
         scope = resolve_scope(
             project=project, intent=intent, policy=self.policy, scope=scope, session_id=session_id,
-            workspace_root=self.workspace_root,
+            workspace_root=self.workspace_root, branch=branch,
         )
         now = self.clock.now()
         retrieval_plan = plan(intent, scope)
@@ -236,7 +241,10 @@ class Retriever:
         items = bind_citations(snapshot_id, outcome.fitted, outcome.labels, rerank_module.WEIGHTS[scope.purpose])
         selected_kinds = {item.evidence_kind for item in items}
         missing = [kind for kind in intent.required_evidence if kind not in selected_kinds]
-        block = render_block(snapshot_id=snapshot_id, nonce=nonce, purpose=scope.purpose.value, items=items, missing=missing)
+        block = render_block(
+            snapshot_id=snapshot_id, nonce=nonce, purpose=scope.purpose.value, items=items, missing=missing,
+            branch=scope.branch,
+        )
         rejected = outcome.rejected
         selected_ids = {item.candidate_id for item in items}
         stats = Counter(r.stage for r in rejected)

@@ -22,11 +22,21 @@ from dataclasses import dataclass, field
 
 from scopelens.core.clock import when
 from scopelens.core.contracts import SCORE_COMPONENTS, AuditSnapshot, Contract, SnapshotItem
-from scopelens.core.pipeline.recall import WORKSPACE_SOURCES
+from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
 from scopelens.core.pipeline.rerank import WEIGHTS
 from scopelens.core.record import facts
 from scopelens.core.store.store import Store
-from scopelens.core.vocab import DriftClass, EvidenceKind, FindingKind, MemoryStatus, Outcome, Source, Stage, Visibility
+from scopelens.core.vocab import (
+    WORKSPACE_SOURCES,
+    DriftClass,
+    EvidenceKind,
+    FindingKind,
+    MemoryStatus,
+    Outcome,
+    Source,
+    Stage,
+    Visibility,
+)
 
 
 class Finding(Contract):
@@ -225,7 +235,8 @@ def _permission(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> N
 
     Occurred: the snapshot's scope names a project other than the session's, so everything
     it selected came from another project. Prevented: an ``out-of-scope`` rejection of a
-    chunk or memory that belongs to another project; a ``memory-status`` rejection of
+    chunk or memory that belongs to another project (since [2/9] the probe's count of other
+    projects' hits; older snapshots name each); a ``memory-status`` rejection of
     another user's private memory; any ``denied-source`` or ``not-visible`` rejection (the
     two permission gates).
     """
@@ -238,7 +249,9 @@ def _permission(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> N
         ))
     for rejected in snapshot.rejected:
         why = None
-        if rejected.stage == Stage.OUT_OF_SCOPE:
+        if rejected.stage == Stage.OUT_OF_SCOPE and rejected.candidate_id.startswith(OTHER_PROJECTS_PREFIX):
+            why = f"withheld at out-of-scope: {rejected.reason}; their text never entered the block"
+        elif rejected.stage == Stage.OUT_OF_SCOPE:
             owner = _owner_project(store, rejected.candidate_id)
             if owner is not None and owner != snapshot.scope.project:
                 what = "memory" if rejected.source == Source.MEMORY else rejected.source.value

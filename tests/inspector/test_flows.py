@@ -95,7 +95,7 @@ async def test_why_not_on_an_out_of_scope_path_and_a_trimmed_away_line(tmp_path)
         await pilot.press(*"docs/beta.md", "enter")
         await settle(pilot)
         answer = str(app.screen.query_one("#whynot-answer", Static).render())
-        assert answer.startswith("stage: out-of-scope") and "project beta" in answer
+        assert answer.startswith("stage: out-of-scope") and "other projects" in answer and "project beta" not in answer
         app.screen.query_one(Input).value = ""
         await pilot.click("#kind-text")
         app.screen.query_one(Input).focus()

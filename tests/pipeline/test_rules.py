@@ -102,15 +102,19 @@ def test_private_memory_only_for_its_owner(auth):
     assert by_path(owner, "memory:m-p")
 
 
-def test_memory_of_another_project_is_recorded_by_the_probe(auth):
+def test_memory_of_another_project_is_counted_by_the_probe_never_named(auth):
     auth.remember(
         memory("m-x", "Role admin undefined: fixed in beta's fixture.", MemoryStatus.VERIFIED).model_copy(
             update={"project": "beta"}
         )
     )
     snapshot = auth.retriever().retrieve(FIX_TEST, project="alpha").snapshot
-    withheld = rejected(snapshot, "memory:m-x")
-    assert withheld and withheld[0].stage == Stage.OUT_OF_SCOPE and withheld[0].from_probe
+    assert not rejected(snapshot, "memory:m-x")
+    counted = [r for r in snapshot.rejected if r.candidate_id == "other-projects:memory"]
+    assert counted and counted[0].stage == Stage.OUT_OF_SCOPE and counted[0].from_probe
+    assert counted[0].reason.startswith("1 memory record(s) of other projects")
+    stored = snapshot.model_dump_json()
+    assert "m-x" not in stored and "beta" not in stored
 
 
 def test_summary_only_is_a_labelled_extract(lab):

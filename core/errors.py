@@ -50,6 +50,10 @@ class StoreNotWritableError(ScopelensError):
     """A store this user or role may read but not write (a read-only file, directory or role)."""
 
 
+class IndexChangedError(ScopelensError):
+    """Index documents prepared against live versions that another run has replaced since."""
+
+
 class PathEscapeError(ScopelensError):
     """A path that leaves the workspace root, or a symlink the walker refuses."""
 

@@ -4,7 +4,9 @@ One call is one *run*. Files are compared with the live version of the same path
 hash, so re-indexing is incremental: only added and changed files are read, redacted,
 chunked and tokenized. A changed or removed file's old version gets ``valid_to`` and stays,
 so ``as_of`` queries still see it. The run's chunks get contiguous ids, sorted by path, so
-that a path-prefix scope is a range of ids inside each run (see ``scorer.py``).
+that a path-prefix scope is a range of ids inside each run (see ``scorer.py``). Runs write
+one at a time (``Store.lock_index_writers``): the diff, the chunk ids and the run's time are
+taken under that lock, so overlapping runs neither collide nor duplicate versions.
 
 Postings are built with numpy (tokens grouped by string object with value sorts, so only one
 representative per object goes through a dictionary; no per-posting Python loop) and stored
@@ -28,7 +30,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain, islice, pairwise, repeat
 from pathlib import Path
@@ -36,16 +38,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection, Table, func, insert, update
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from scopelens.core.clock import Clock, SystemClock
-from scopelens.core.errors import UnreadableFileError
+from scopelens.core.errors import IndexChangedError, UnreadableFileError
 from scopelens.core.hashing import canonical_json
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
-from scopelens.core.index.walker import SkippedPath, git_state, walk_workspace
+from scopelens.core.index.walker import SkippedPath, WalkedFile, git_state, walk_workspace
 from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow, table_of
@@ -143,22 +145,31 @@ def index_workspace(
     max_bytes: int = 1_000_000,
     progress: Progress | None = None,
 ) -> IndexReport:
-    """Index ``root`` for ``project``/``branch``; only new and changed files are processed."""
+    """Index ``root`` for ``project``/``branch``; only new and changed files are processed.
+
+    Runs may overlap (two ``scopelens index`` at once): the files are read and prepared
+    against the live documents as they are when the run starts, and the run's diff is made
+    again in its write transaction, under the lock that makes index runs write one at a time,
+    against what is live then (``_Scan.diff``). A run that waited for another so records
+    only what differs from what that one wrote.
+    """
     if not root.is_dir():
         raise UnreadableFileError(f"cannot index {root}: not a directory")
     root = root.resolve()
     classifier = classifier or SourceClassifier()
-    now = (clock or SystemClock()).now()
+    clock = clock or SystemClock()
     branch_key = branch or ""
     walked = walk_workspace(root, max_bytes=max_bytes)
-    live = live_documents(store, project=project, branch=branch_key, root=str(root))
+    # A first look, outside the write lock: which files need preparing (read, redacted,
+    # chunked and tokenized). The diff itself is made under the lock.
+    first_look = live_documents(store, project=project, branch=branch_key, root=str(root))
 
     report = IndexReport(run_id=0, project=project, branch=branch_key, root=str(root))
     report.skipped = walked.skipped
     report.ignored = walked.ignored_count
     report.git_commit, report.git_dirty = git_state(root)
     with gc_paused():  # see gc_paused: a collection would walk every token read so far
-        prepared: list[PreparedDocument] = []
+        scan = _Scan(classifier, store.redaction_key, seen={entry.rel_path for entry in walked.files})
         total = len(walked.files)
         for done, entry in enumerate(walked.files, start=1):
             if progress:
@@ -168,28 +179,87 @@ def index_workspace(
             except OSError as exc:
                 report.skipped.append(SkippedPath(entry.rel_path, "unreadable", exc.strerror or str(exc)))
                 continue
-            previous = live.get(entry.rel_path)
-            digest = hashlib.sha256(data).hexdigest()
-            if previous is not None and previous.content_hash == digest:
-                # Same bytes: a new version only if the policy now classifies the path
-                # differently (a rule glob added or removed), so recall never serves a file
-                # under the source an older policy gave it.
-                if classifier.source_of(entry.rel_path, language_of(entry.rel_path)).value == previous.source:
+            scan.add(entry, data, first_look.get(entry.rel_path))
+        report.run_id = _write_locked(store, report, clock.now, lambda live: scan.diff(live, report))
+    return report
+
+
+@dataclass
+class _Scan:
+    """The files a run read: each one's content hash, and a prepared document for each that
+    differed from its live version at the first look.
+
+    ``diff`` is the run's diff against the live versions under the write lock. A file it finds
+    changed that was not prepared (another run wrote a different version of it meanwhile) is
+    read and prepared then.
+    """
+
+    classifier: SourceClassifier
+    key: RedactionKey
+    seen: set[str]
+    """Every walked path, read or not: a path not in it whose version is live was removed."""
+    files: dict[str, tuple[Path, str]] = field(default_factory=dict)
+    """``rel_path -> (abs_path, content hash)`` of the files read, in walk order."""
+    prepared: dict[str, PreparedDocument] = field(default_factory=dict)
+
+    def add(self, entry: WalkedFile, data: bytes, first_look: LiveDocument | None) -> None:
+        digest = hashlib.sha256(data).hexdigest()
+        self.files[entry.rel_path] = (entry.abs_path, digest)
+        if not self._unchanged(entry.rel_path, digest, first_look):
+            self.prepared[entry.rel_path] = self._prepare(entry.rel_path, data)
+
+    def _unchanged(self, path: str, digest: str, previous: LiveDocument | None) -> bool:
+        """Same bytes as the live version, which has the source the policy gives the path now.
+
+        Same bytes under another source make a new version, so recall never serves a file
+        under the source an older policy gave it (a rule glob added or removed)."""
+        return (
+            previous is not None
+            and previous.content_hash == digest
+            and self.classifier.source_of(path, language_of(path)).value == previous.source
+        )
+
+    def _prepare(self, path: str, data: bytes) -> PreparedDocument:
+        return prepare_document(path, data, classifier=self.classifier, replaces=None, key=self.key)
+
+    def diff(self, live: dict[str, LiveDocument], report: IndexReport) -> list[PreparedDocument]:
+        """The documents to write against ``live``; fills the report's counts and lists."""
+        report.added, report.changed, report.reclassified, report.unchanged = [], [], [], 0
+        documents: list[PreparedDocument] = []
+        for path, (abs_path, digest) in list(self.files.items()):
+            previous = live.get(path)
+            if self._unchanged(path, digest, previous):
+                report.unchanged += 1
+                continue
+            document = self.prepared.get(path)
+            if document is None:
+                document = self._prepare_again(path, abs_path, report)
+                if document is None:
+                    continue
+                if self._unchanged(path, document.content_hash, previous):
                     report.unchanged += 1
                     continue
-                report.reclassified.append(entry.rel_path)
-            document = prepare_document(
-                entry.rel_path, data, classifier=classifier, replaces=previous.id if previous else None,
-                key=store.redaction_key,
-            )
-            (report.changed if previous else report.added).append(entry.rel_path)
-            report.redactions += document.redactions.count(b'"kind"')
-            prepared.append(document)
-        seen = {entry.rel_path for entry in walked.files}
-        report.removed = sorted(path for path in live if path not in seen)
-        report.run_id = write_run(store, report, prepared, live, now)
-    report.chunks = sum(len(d.chunks) for d in prepared)
-    return report
+            if previous is not None and previous.content_hash == document.content_hash:
+                report.reclassified.append(path)
+            (report.changed if previous else report.added).append(path)
+            documents.append(replace(document, replaces=previous.id if previous else None))
+        report.removed = sorted(path for path in live if path not in self.seen)
+        report.redactions = sum(document.redactions.count(b'"kind"') for document in documents)
+        report.chunks = sum(len(document.chunks) for document in documents)
+        return documents
+
+    def _prepare_again(self, path: str, abs_path: Path, report: IndexReport) -> PreparedDocument | None:
+        """Read and prepare a file found unchanged at the first look (its bytes now)."""
+        try:
+            data = abs_path.read_bytes()
+        except OSError as exc:
+            report.skipped.append(SkippedPath(path, "unreadable", exc.strerror or str(exc)))
+            del self.files[path]
+            return None
+        document = self._prepare(path, data)
+        self.files[path] = (abs_path, document.content_hash)
+        self.prepared[path] = document
+        return document
 
 
 _gc_lock = threading.Lock()
@@ -233,19 +303,23 @@ class LiveDocument(NamedTuple):
 def live_documents(store: Store, *, project: str, branch: str, root: str) -> dict[str, LiveDocument]:
     """``path -> LiveDocument`` for the live versions under one root."""
     with store.read() as conn:
-        rows = conn.execute(
-            select(
-                col(IndexDocumentRow.path),
-                col(IndexDocumentRow.id),
-                col(IndexDocumentRow.content_hash),
-                col(IndexDocumentRow.source),
-            ).where(
-                col(IndexDocumentRow.project) == project,
-                col(IndexDocumentRow.branch) == branch,
-                col(IndexDocumentRow.root) == root,
-                col(IndexDocumentRow.valid_to).is_(None),
-            )
-        ).all()
+        return _live_in(conn, project=project, branch=branch, root=root)
+
+
+def _live_in(conn: Session, *, project: str, branch: str, root: str) -> dict[str, LiveDocument]:
+    rows = conn.execute(
+        select(
+            col(IndexDocumentRow.path),
+            col(IndexDocumentRow.id),
+            col(IndexDocumentRow.content_hash),
+            col(IndexDocumentRow.source),
+        ).where(
+            col(IndexDocumentRow.project) == project,
+            col(IndexDocumentRow.branch) == branch,
+            col(IndexDocumentRow.root) == root,
+            col(IndexDocumentRow.valid_to).is_(None),
+        )
+    ).all()
     return {path: LiveDocument(int(doc_id), content_hash, source) for path, doc_id, content_hash, source in rows}
 
 
@@ -256,17 +330,51 @@ def write_run(
     live: dict[str, LiveDocument],
     now: datetime,
 ) -> int:
-    """Write one run in one transaction holding the write lock: versions, chunks, postings.
+    """Write one run of documents prepared against ``live`` (see ``_write_locked``).
+
+    Raises :class:`IndexChangedError`, writing nothing, when ``live`` is not what is live
+    under the write lock: another run wrote this root meanwhile. (``index_workspace`` makes
+    its diff under the lock instead.)
+    """
+
+    def check(current: dict[str, LiveDocument]) -> list[PreparedDocument]:
+        if current != live:
+            raise IndexChangedError(
+                f"the index of {report.project}@{report.branch or '-'} {report.root} changed while "
+                "this run was prepared; index again"
+            )
+        return prepared
+
+    return _write_locked(store, report, lambda: now, check)
+
+
+def _write_locked(
+    store: Store,
+    report: IndexReport,
+    now: Callable[[], datetime],
+    plan: Callable[[dict[str, LiveDocument]], list[PreparedDocument]],
+) -> int:
+    """Write one run in one transaction holding the index writers' lock: versions, chunks,
+    postings.
+
+    Under the lock, ``plan`` gets the live documents of the run's root and returns the
+    documents to write (with the live versions they replace); the run's chunk ids start after
+    the highest one stored, and its time (``started_at``, when its versions become valid and
+    the ones they replace stop being so) is read then too, so runs that waited for one
+    another get their times in the order they wrote. The report's lists say what the run
+    added, changed and removed.
 
     On SQLite, rows go in as plain values through multi-row ``INSERT`` statements on the
     driver's cursor (no ORM objects, no per-row type processing), and postings are inserted
     in term order, which is also the order of their (term, run_id) key, so SQLite appends to
     the B-tree instead of splitting pages at random. Other backends go through SQLAlchemy.
     """
-    now_us = to_micros(now)
-    prepared = sorted(prepared, key=lambda d: d.path)
-    n_chunks = sum(len(d.chunks) for d in prepared)
     with gc_paused(), store.write() as conn:
+        store.lock_index_writers(conn)
+        now_us = to_micros(now())
+        live = _live_in(conn, project=report.project, branch=report.branch, root=report.root)
+        prepared = sorted(plan(live), key=lambda d: d.path)
+        n_chunks = sum(len(d.chunks) for d in prepared)
         chunk_lo = int(conn.execute(select(func.coalesce(func.max(col(IndexChunkRow.id)), 0))).scalar_one()) + 1
         run = IndexRunRow(
             project=report.project,

@@ -67,6 +67,10 @@ from scopelens.core.vocab import EventType, Stage
 
 APP_ID = "scopelens"
 SQLITE_MAGIC = b"SQLite format 3\x00"
+MIGRATION_LOCK = 7133701
+"""PostgreSQL advisory lock key held while migrating."""
+INDEX_WRITER_LOCK = 7133702
+"""PostgreSQL advisory lock key held by the write transaction of an index run."""
 
 
 class StoreNeedsMigrationError(ScopelensError):
@@ -231,7 +235,7 @@ class Store:
         """Apply pending migrations in one locked transaction (idempotent under races)."""
         with self.write() as conn:
             if self.dialect == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(7133701)"))
+                conn.execute(text(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"))
             conn.execute(text(MIGRATIONS_TABLE_DDL))
             done = set(conn.execute(select(col(MigrationRow.name))).scalars())
             for ordinal, migration in enumerate(MIGRATIONS, start=1):
@@ -283,6 +287,21 @@ class Store:
             connection = connection.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
         with connection as conn, conn.begin(), Session(bind=conn) as session:
             yield session
+
+    def lock_index_writers(self, conn: Session) -> None:
+        """Make index runs write one at a time: called first in a run's write transaction.
+
+        A run allocates its chunk ids after the highest one stored and diffs the workspace
+        against the live documents, so both must be read by one writer at a time, and see
+        every run committed before. SQLite's write transaction holds the store's write lock
+        from its start already (``BEGIN IMMEDIATE``); PostgreSQL takes an advisory lock until
+        the transaction ends (store-wide: chunk ids are, and the scorer relies on runs' chunk
+        ids ascending with their run ids), which blocks no reader and no event append; the
+        write transaction is READ COMMITTED, so each statement after the lock sees every run
+        committed before it was granted.
+        """
+        if self.dialect == "postgresql":
+            conn.execute(text(f"SELECT pg_advisory_xact_lock({INDEX_WRITER_LOCK})"))
 
     def _lock_store_head(self, conn: Session) -> tuple[int, str]:
         statement = select(col(StoreHeadRow.store_seq), col(StoreHeadRow.head_hash)).where(col(StoreHeadRow.id) == 1)

@@ -44,8 +44,43 @@ def read_jsonl(path: Path) -> list[MemoryRecord]:
     return records
 
 
+IMPORTABLE_STATUSES = frozenset({MemoryStatus.CANDIDATE, MemoryStatus.PRIVATE})
+"""The statuses a memory may enter the store with. The others are given only by governance:
+``verified`` by :func:`promote`, ``deprecated`` by :func:`deprecate`, ``conflicted`` by
+:func:`link_conflict`."""
+GOVERNANCE_COMMAND: dict[MemoryStatus, str] = {
+    MemoryStatus.VERIFIED: "promote",
+    MemoryStatus.DEPRECATED: "deprecate",
+    MemoryStatus.CONFLICTED: "link-conflict",
+}
+
+
 def import_memories(store: Store, records: Iterable[MemoryRecord]) -> tuple[int, int]:
-    """Insert or replace records (redacted at ingest); returns (imported, redactions)."""
+    """Insert or replace records (redacted at ingest); returns (imported, redactions).
+
+    Only ``candidate`` and ``private`` records are accepted: an import cannot verify,
+    deprecate or link a memory (see :data:`IMPORTABLE_STATUSES`). A record with another
+    status is refused before anything is written, so a file is imported whole or not at all.
+    """
+    batch = list(records)
+    for record in batch:
+        if record.status not in IMPORTABLE_STATUSES:
+            command = GOVERNANCE_COMMAND[record.status]
+            raise InvalidInputError(
+                f"memory {record.id}: status {record.status.value} cannot be imported; "
+                f"import it as candidate (or private) and run `scopelens memory {command}`"
+            )
+    return seed_memories(store, batch)
+
+
+def seed_memories(store: Store, records: Iterable[MemoryRecord]) -> tuple[int, int]:
+    """Write records with the status they declare, in one transaction (redacted at ingest).
+
+    Not a user import (that is :func:`import_memories`, which refuses governed statuses): this
+    is for scenario material whose governance happened before it begins, a session script's
+    ``memories.jsonl`` and test fixtures. No command of the CLI reaches it with a user's file
+    except ``scopelens record``, which records scripted sample and test material.
+    """
     imported = redactions = 0
     now = stored_time(store.clock.now())
     with store.write() as conn:

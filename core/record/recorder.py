@@ -38,7 +38,7 @@ from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableF
 from scopelens.core.hashing import text_hash
 from scopelens.core.index.indexer import index_workspace
 from scopelens.core.index.sources import SourceClassifier
-from scopelens.core.memory import deprecate, import_memories, link_conflict, promote, read_jsonl
+from scopelens.core.memory import deprecate, import_memories, link_conflict, promote, read_jsonl, seed_memories
 from scopelens.core.pipeline.policy import Policy, find_policy, load_policy
 from scopelens.core.pipeline.retriever import Retriever
 from scopelens.core.record.findings import CiteCheck, Finding, FindingContext, drift_findings, reply_findings, snapshot_findings
@@ -204,7 +204,8 @@ class _Recorder:
     def run(self, memories: list[Any]) -> RecordResult:
         self._reindex()
         if memories:
-            import_memories(self.store, memories)
+            # The scenario's starting state, governance included (see docs/session-scripts.md).
+            seed_memories(self.store, memories)
         header = self.store.create_session(
             project=self.script.project,
             branch=self.script.branch,

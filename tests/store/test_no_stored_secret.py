@@ -28,7 +28,7 @@ def scenario(base: Path) -> Path:
             {
                 "id": "mem-1",
                 "project": "bill",
-                "status": "verified",
+                "status": "candidate",
                 "valid_from": "2026-01-01T00:00:00Z",
                 "content": f"the deploy token is {GITHUB}",
             }

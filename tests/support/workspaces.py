@@ -8,7 +8,7 @@ from pathlib import Path
 from scopelens.core.clock import SequentialIds, SteppingClock
 from scopelens.core.contracts import MemoryRecord
 from scopelens.core.index.indexer import index_workspace
-from scopelens.core.memory import import_memories
+from scopelens.core.memory import seed_memories
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.retriever import Retriever
 from scopelens.core.store.store import Store
@@ -59,7 +59,8 @@ class Lab:
         index_workspace(self.store, root, project=project, branch=branch, clock=self.clock)
 
     def remember(self, *records: MemoryRecord) -> None:
-        import_memories(self.store, records)
+        """Memories as a test's world holds them, statuses included (not a user's import)."""
+        seed_memories(self.store, records)
 
     def retriever(self, policy: Policy | None = None, root: Path | None = None) -> Retriever:
         return Retriever(self.store, policy=policy, workspace_root=root, clock=self.clock, ids=self.ids)

@@ -9,12 +9,12 @@ owner. Content is redacted at import, like everything that enters the system.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import update
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from scopelens.core.clock import stored_time
 from scopelens.core.contracts import MemoryRecord, parse_input
@@ -128,63 +128,73 @@ def all_memory_versions(store: Store) -> list[tuple[MemoryRecord, str]]:
     return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
 
 
-def _get(store: Store, memory_id: str) -> MemoryRecord:
-    with store.read() as conn:
-        body = conn.execute(select(col(MemoryRow.body)).where(col(MemoryRow.id) == memory_id)).scalar()
+def _locked(store: Store, conn: Session, memory_id: str) -> MemoryRecord:
+    """A memory read inside a write transaction (its row locked on PostgreSQL)."""
+    statement = select(col(MemoryRow.body)).where(col(MemoryRow.id) == memory_id)
+    if store.dialect == "postgresql":
+        statement = statement.with_for_update()
+    body = conn.execute(statement).scalar()
     if body is None:
         raise UnknownIdError(f"no memory {memory_id!r} in this store")
     return MemoryRecord.model_validate_json(as_bytes(body))
 
 
-def _replace(store: Store, record: MemoryRecord) -> MemoryRecord:
+def _write(conn: Session, record: MemoryRecord, updated_at: str) -> None:
     body = canonical_json(record)
+    conn.execute(
+        update(MemoryRow)
+        .where(col(MemoryRow.id) == record.id)
+        .values(status=record.status.value, body=body, content_hash=sha256_hex(body), updated_at=updated_at)
+    )
+
+
+def _change(store: Store, memory_id: str, change: Callable[[MemoryRecord], MemoryRecord]) -> MemoryRecord:
+    """Read, check and rewrite one memory in one transaction (``change`` raises to refuse)."""
     with store.write() as conn:
-        conn.execute(
-            update(MemoryRow)
-            .where(col(MemoryRow.id) == record.id)
-            .values(status=record.status.value, body=body, content_hash=sha256_hex(body),
-                    updated_at=stored_time(store.clock.now()))
-        )
+        record = change(_locked(store, conn, memory_id))
+        _write(conn, record, stored_time(store.clock.now()))
     return record
 
 
 def promote(store: Store, memory_id: str) -> MemoryRecord:
     """candidate -> verified (anything else is refused: promotion needs a candidate)."""
-    record = _get(store, memory_id)
-    if record.status != MemoryStatus.CANDIDATE:
-        raise InvalidInputError(f"memory {memory_id} is {record.status.value}; only a candidate can be promoted")
-    return _replace(store, record.model_copy(update={"status": MemoryStatus.VERIFIED}))
+
+    def verify(record: MemoryRecord) -> MemoryRecord:
+        if record.status != MemoryStatus.CANDIDATE:
+            raise InvalidInputError(f"memory {memory_id} is {record.status.value}; only a candidate can be promoted")
+        return record.model_copy(update={"status": MemoryStatus.VERIFIED})
+
+    return _change(store, memory_id, verify)
 
 
 def deprecate(store: Store, memory_id: str) -> MemoryRecord:
-    record = _get(store, memory_id)
-    if record.status == MemoryStatus.DEPRECATED:
-        raise InvalidInputError(f"memory {memory_id} is already deprecated")
-    return _replace(
-        store, record.model_copy(update={"status": MemoryStatus.DEPRECATED, "valid_until": store.clock.now()})
-    )
+    def retire(record: MemoryRecord) -> MemoryRecord:
+        if record.status == MemoryStatus.DEPRECATED:
+            raise InvalidInputError(f"memory {memory_id} is already deprecated")
+        return record.model_copy(update={"status": MemoryStatus.DEPRECATED, "valid_until": store.clock.now()})
+
+    return _change(store, memory_id, retire)
 
 
 def link_conflict(store: Store, first_id: str, second_id: str) -> tuple[MemoryRecord, MemoryRecord]:
-    """Mark two memories as conflicting with each other."""
+    """Mark two memories as conflicting with each other: both records, or neither, in one transaction."""
     if first_id == second_id:
         raise InvalidInputError("a memory cannot conflict with itself")
-    first, second = _get(store, first_id), _get(store, second_id)
-    if first.project != second.project:
-        raise InvalidInputError(f"memories {first_id} and {second_id} belong to different projects")
-    linked = []
-    for record, other in ((first, second_id), (second, first_id)):
-        linked.append(
-            _replace(
-                store,
-                record.model_copy(
-                    update={
-                        "status": MemoryStatus.CONFLICTED,
-                        "conflicts_with": tuple(dict.fromkeys((*record.conflicts_with, other))),
-                    }
-                ),
+    with store.write() as conn:
+        first, second = _locked(store, conn, first_id), _locked(store, conn, second_id)
+        if first.project != second.project:
+            raise InvalidInputError(f"memories {first_id} and {second_id} belong to different projects")
+        now = stored_time(store.clock.now())
+        linked = []
+        for record, other in ((first, second_id), (second, first_id)):
+            conflicted = record.model_copy(
+                update={
+                    "status": MemoryStatus.CONFLICTED,
+                    "conflicts_with": tuple(dict.fromkeys((*record.conflicts_with, other))),
+                }
             )
-        )
+            _write(conn, conflicted, now)
+            linked.append(conflicted)
     return linked[0], linked[1]
 
 

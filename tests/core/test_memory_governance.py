@@ -1,8 +1,10 @@
-"""Memory governance: an import cannot verify.
+"""Memory governance: an import cannot verify, and a status change is one transaction.
 
-``import_memories`` / ``scopelens memory import`` refuse a record whose status only a
-governance command can give (``verified``: promote; ``deprecated``: deprecate;
-``conflicted``: link-conflict): a one-line error, and nothing of the file is written.
+* ``import_memories`` / ``scopelens memory import`` refuse a record whose status only a
+  governance command can give (``verified``: promote; ``deprecated``: deprecate;
+  ``conflicted``: link-conflict): a one-line error, and nothing of the file is written;
+* ``link_conflict`` writes both records in one transaction: a failure between the two writes
+  leaves both as they were.
 
 Both store backends.
 """
@@ -15,10 +17,11 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import col, select
 
+from scopelens.core import memory
 from scopelens.core.cli import main
 from scopelens.core.contracts import MemoryRecord
 from scopelens.core.errors import InvalidInputError
-from scopelens.core.memory import import_memories, list_memories, promote
+from scopelens.core.memory import import_memories, link_conflict, list_memories, promote
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import MemoryRow
 from scopelens.core.vocab import MemoryStatus
@@ -79,3 +82,27 @@ def test_cli_import_of_a_verified_record_is_one_line_and_writes_nothing(capsys, 
     assert "m2" in err and "status verified" in err and "scopelens memory promote" in err
     assert main(["memory", "list", "--json", "--db", store_url]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == []
+
+
+def test_link_conflict_writes_both_records_or_neither(store, monkeypatch):
+    import_memories(store, [record("a"), record("b")])
+    before = stored_rows(store)
+    real = memory.canonical_json
+    calls: list[object] = []
+
+    def fail_on_the_second_record(document: object) -> bytes:
+        calls.append(document)
+        if len(calls) == 2:  # the first record's write has been issued: fail before the second
+            raise RuntimeError("injected failure between the two writes")
+        return real(document)
+
+    monkeypatch.setattr(memory, "canonical_json", fail_on_the_second_record)
+    with pytest.raises(RuntimeError, match="injected"):
+        link_conflict(store, "a", "b")
+    monkeypatch.undo()
+
+    assert len(calls) == 2
+    assert stored_rows(store) == before, "neither record changed"
+    first, second = link_conflict(store, "a", "b")
+    assert (first.conflicts_with, second.conflicts_with) == (("b",), ("a",))
+    assert {r.status for r in list_memories(store)} == {MemoryStatus.CONFLICTED}

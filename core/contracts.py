@@ -297,6 +297,9 @@ class Candidate(UtcModel):
     memory_status: MemoryStatus | None = None
     owner: str | None = None
     """For private memories: the only user who may see them."""
+    about_paths: tuple[str, ...] = ()
+    """Further paths the text was drawn from (a tool event previews its artifacts): the policy's
+    rules for them apply to it as for ``path``."""
     conflicts_with: tuple[str, ...] = ()
     redactions: tuple[Redaction, ...] = ()
     scores: ScoreBreakdown = ScoreBreakdown()

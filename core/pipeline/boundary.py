@@ -115,7 +115,7 @@ def _gate(
 ) -> tuple[Stage, str] | None:
     if not scope.admits_source(candidate.source):
         return Stage.DENIED_SOURCE, f"source {candidate.source.value} is not allowed in this scope"
-    rules = policy.rules_for(candidate.path)
+    rules = policy.rules_for_all((candidate.path, *candidate.about_paths))
     missing = rules.missing_grants(scope.permission_context.grants)
     if missing:
         return Stage.DENIED_SOURCE, "; ".join(f"{glob} requires grant {grant!r}" for grant, glob in missing)

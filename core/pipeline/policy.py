@@ -110,8 +110,15 @@ class Policy(Contract):
         All required grants apply, and the visibility is the most restrictive of the matching
         rules, whatever their order in the file: a rule can only narrow (docs/scope.md).
         """
-        matching = () if path is None else tuple(r for r in self.visibility if fnmatchcase(path, r.glob))
-        return PathRules(matching)
+        return self.rules_for_all((path,))
+
+    def rules_for_all(self, paths: Iterable[str | None]) -> PathRules:
+        """Every visibility rule whose glob matches any of ``paths``, combined as in :meth:`rules_for`.
+
+        For text drawn from several paths: a tool event's preview of its artifacts.
+        """
+        named = [p for p in paths if p is not None]
+        return PathRules(tuple(r for r in self.visibility if any(fnmatchcase(p, r.glob) for p in named)))
 
     def trust_for(self, path: str | None, default: Trust) -> Trust:
         if path is not None and any(fnmatchcase(path, glob) for glob in self.instruction_files):

@@ -1,11 +1,14 @@
-"""The scope probe: record what the scope's masks withheld, without ever reading its text.
+"""The scope probe: record what the scope's masks withheld, without ever showing its text.
 
 Recall applies project, branch, workspace root, path prefixes, time boundary and sources as
 masks, so nothing outside them is read. For the audit to say what was withheld, the probe
 re-runs each sub-query *without* those masks (top few per sub-query) and records each hit the
 masked recall could not return as a rejection (``out-of-scope``, ``stale``, ``denied-source``)
 with source_ref, version and reason. It never fetches chunk text: only provenance columns.
-Its results are runtime-only; no model-visible output carries them.
+Memories, and the events and artifacts of the project's sessions that the scope withholds
+(another session, or an artifact outside the path prefixes), are scored in process to find
+the hits; their text goes no further. Its results are runtime-only; no model-visible output
+carries them.
 
 Other projects are outside the permission context entirely: the probe counts their hits (one
 aggregate rejection per source, ``other-projects:<source>``) and never records which paths,
@@ -28,7 +31,16 @@ from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import from_micros
 from scopelens.core.memory import all_memory_versions
 from scopelens.core.pathmatch import under_any
-from scopelens.core.pipeline.recall import TimeWindow, workspace_filter
+from scopelens.core.pipeline.policy import Policy
+from scopelens.core.pipeline.recall import (
+    SessionPool,
+    SessionPoolEntry,
+    TimeWindow,
+    project_sessions,
+    read_events,
+    session_withheld,
+    workspace_filter,
+)
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.vocab import WORKSPACE_SOURCES, Source, Stage
@@ -37,6 +49,7 @@ PROBE_TOP_K = 3
 OTHER_PROJECTS_REF = "(other projects)"
 """The source_ref of the probe's aggregate rejections: counts, never names."""
 OTHER_PROJECTS_PREFIX = "other-projects:"
+SESSION_SOURCES = frozenset({Source.SESSION_EVENT, Source.ARTIFACT})
 MEMORY_PROBE_FLOOR = 0.5
 """A memory is recorded as withheld only if it scores at least half the best memory's score:
 one shared word is not enough to be worth an audit line."""
@@ -57,6 +70,7 @@ def probe(
     memory_probed: set[tuple[tuple[str, float], ...]] = set()
     """Term lists already probed against memory: sub-queries usually share their terms, and
     each probe reads and scores every memory version of every project."""
+    withheld_sessions: list[SessionPoolEntry] | None = None
     for sub_query in sub_queries:
         terms = [(t.term, t.weight) for t in sub_query.terms]
         hits = scorer.search(terms, RecallFilter(project=None, all_versions=True), top_k=PROBE_TOP_K)
@@ -75,6 +89,13 @@ def probe(
             memory_probed.add(tuple(terms))
             for item in _memory_probe(store, terms, scope, elsewhere):
                 rejected.setdefault(item.candidate_id, item)
+        session_sources = frozenset(sub_query.sources) & SESSION_SOURCES
+        if session_sources:
+            if withheld_sessions is None:
+                withheld_sessions = _withheld_session_pool(store, scope, window)
+            for item in _session_probe(withheld_sessions, session_sources, terms):
+                if item.candidate_id not in recalled_ids:
+                    rejected.setdefault(item.candidate_id, item)
     for item in _denied_source_probe(store, scorer, list(sub_queries), scope, window, recalled_ids):
         rejected.setdefault(item.candidate_id, item)
     return [*rejected.values(), *_counted(elsewhere)]
@@ -182,6 +203,40 @@ def _memory_probe(
             )
         )
     return items
+
+
+def _withheld_session_pool(store: Store, scope: RetrievalScope, window: TimeWindow) -> list[SessionPoolEntry]:
+    """The project's session events and artifacts that the scope withholds, with the reason.
+
+    Reads the events of withheld sessions, and of the admitted one only when path prefixes
+    may withhold some of its artifacts. Other projects' sessions are not probed.
+    """
+    sessions = project_sessions(store, scope.project)
+    reasons = {s.id: session_withheld(s, scope) for s in sessions}
+    to_read = [sid for sid, reason in reasons.items() if reason is not None or scope.path_prefixes]
+    withheld = {sid: reason for sid, reason in reasons.items() if reason is not None}
+    # The policy's visibility does not matter here: a probe rejection carries no text.
+    pool = SessionPool(store, Policy())
+    return pool.candidates(read_events(store, to_read), SESSION_SOURCES, scope, window, withheld, withheld=True)
+
+
+def _session_probe(
+    pool: list[SessionPoolEntry], sources: frozenset[Source], terms: list[tuple[str, float]]
+) -> list[RejectedItem]:
+    entries = [(candidate, reason) for candidate, reason in pool if candidate.source in sources]
+    scores = bm25_scores(terms, [candidate.text for candidate, _ in entries])
+    ranked = sorted(
+        ((s, c, r) for s, (c, r) in zip(scores, entries, strict=True) if s > 0), key=lambda t: (-t[0], t[1].id)
+    )[:PROBE_TOP_K]
+    return [
+        RejectedItem(
+            candidate_id=candidate.id, source=candidate.source, source_ref=candidate.source_ref,
+            source_version=candidate.source_version, path=candidate.path, line_start=candidate.line_start,
+            line_end=candidate.line_end, stage=Stage.OUT_OF_SCOPE, reason=reason, from_probe=True,
+        )
+        for _score, candidate, reason in ranked
+        if reason is not None
+    ]
 
 
 def _item(candidate_id: str, row: dict[str, Any], stage: Stage, reason: str) -> RejectedItem:

@@ -2,13 +2,15 @@
 
 Each recaller returns :class:`Candidate` objects with provenance, never prompt text. Project,
 branch, workspace root and the time boundary are masks here (nothing outside them is read);
-what they withheld is recorded separately by the probe (``probe.py``). Candidates found by
-several sub-queries are merged, keeping every sub-query id and the best lexical score.
+so are, for session events and artifacts, the scope's own session and, for artifacts named
+by a path, the path prefixes (docs/scope.md). What they withheld is recorded separately by
+the probe (``probe.py``). Candidates found by several sub-queries are merged, keeping every
+sub-query id and the best lexical score.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,11 +18,13 @@ from sqlmodel import col, select
 
 from scopelens.core.contracts import ArtifactRef, Candidate, Event, RetrievalScope, ScoreBreakdown, SubQuery
 from scopelens.core.errors import IntegrityError, UnknownIdError
+from scopelens.core.hashing import text_hash
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import RecallFilter, Scorer
 from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.memory import memory_versions
+from scopelens.core.pathmatch import under_any
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import EventRow, SessionRow
@@ -122,9 +126,9 @@ class Recall:
         self.store = store
         self.scorer = scorer
         self.policy = policy
-        self._events: dict[tuple[str, str | None], list[Event]] = {}
-        """A project's events, read once per retrieval however many sub-queries want them."""
-        self._blobs: dict[str, str] = {}
+        self._events: dict[tuple[str, str | None, str | None, str | None], list[Event]] = {}
+        """The scope's session events, read once per retrieval however many sub-queries want them."""
+        self.sessions = SessionPool(store, policy)
 
     def run(self, sub_queries: Sequence[SubQuery], scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
         merged: dict[str, Candidate] = {}
@@ -161,100 +165,19 @@ class Recall:
 
     # ------------------------------------------------------------------ sessions & artifacts
 
-    def _project_events(self, scope: RetrievalScope) -> list[Event]:
-        key = (scope.project, scope.branch)
+    def _scoped_events(self, scope: RetrievalScope) -> list[Event]:
+        key = (scope.project, scope.branch, scope.session_id, scope.workspace_root)
         if key not in self._events:
-            self._events[key] = self._read_project_events(scope)
+            admitted = [s.id for s in project_sessions(self.store, scope.project) if session_withheld(s, scope) is None]
+            self._events[key] = read_events(self.store, admitted)
         return self._events[key]
-
-    def _read_project_events(self, scope: RetrievalScope) -> list[Event]:
-        statement = (
-            select(col(EventRow.body))
-            .join(SessionRow, col(SessionRow.id) == col(EventRow.session_id))
-            .where(col(SessionRow.project) == scope.project)
-            .where(
-                col(EventRow.type).in_(
-                    [EventType.USER_MESSAGE.value, EventType.MODEL_RESPONSE.value, EventType.TOOL_FINISHED.value]
-                )
-            )
-            .order_by(col(EventRow.store_seq))
-        )
-        if scope.branch is not None:
-            statement = statement.where((col(SessionRow.branch) == scope.branch) | (col(SessionRow.branch).is_(None)))
-        with self.store.read() as conn:
-            return [Event.model_validate_json(bytes(body)) for body in conn.execute(statement).scalars()]
 
     def _session_candidates(
         self, sub_query: SubQuery, scope: RetrievalScope, window: TimeWindow, terms: list[tuple[str, float]]
     ) -> list[Candidate]:
-        events = [e for e in self._project_events(scope) if window.admits(e.created_at)]
-        pool: list[Candidate] = []
-        for event in events:
-            if Source.SESSION_EVENT in sub_query.sources:
-                text = _event_text(event)
-                if text:
-                    pool.append(self._event_candidate(event, text, scope, window))
-            if Source.ARTIFACT in sub_query.sources and event.type == EventType.TOOL_FINISHED:
-                for ref in event.payload.get("artifacts", []):
-                    pool += self._artifact_candidates(event, ArtifactRef.model_validate(ref), scope, window)
-        return _top(pool, terms, sub_query)
-
-    def _event_candidate(self, event: Event, text: str, scope: RetrievalScope, window: TimeWindow) -> Candidate:
-        from scopelens.core.hashing import text_hash
-
-        return Candidate(
-            id=f"event:{event.session_id}#{event.seq}",
-            source=Source.SESSION_EVENT,
-            source_ref=f"{event.session_id}#{event.seq}",
-            source_version=text_hash(text),
-            project=scope.project,
-            branch=scope.branch,
-            captured_at=event.created_at,
-            valid_as_of=window.as_of,
-            text=text,
-            evidence_kind=EvidenceKind.EVENT,
-            trust=Trust.UNTRUSTED_OBSERVATION,
-            authority=SOURCE_AUTHORITY[Source.SESSION_EVENT],
-        )
-
-    def _artifact_candidates(self, event: Event, ref: ArtifactRef, scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
-        if ref.blob not in self._blobs:
-            try:
-                self._blobs[ref.blob] = self.store.get_blob(ref.blob).decode("utf-8", errors="replace")
-            except UnknownIdError:
-                # Recalling around a hole would record a snapshot of a damaged store as if whole.
-                raise IntegrityError(
-                    f"artifact {ref.name!r} of session {event.session_id} event #{event.seq} is missing from the store "
-                    f"(blob {ref.blob[:12]}…): run `scopelens verify`"
-                ) from None
-        text = self._blobs[ref.blob]
-        lines = text.splitlines()
-        candidates = []
-        for start in range(0, max(len(lines), 1), ARTIFACT_WINDOW_LINES):
-            window_lines = lines[start : start + ARTIFACT_WINDOW_LINES]
-            if not any(line.strip() for line in window_lines):
-                continue
-            first, last = start + 1, start + len(window_lines)
-            candidates.append(
-                Candidate(
-                    id=f"artifact:{ref.blob[:16]}:{first}-{last}",
-                    source=Source.ARTIFACT,
-                    source_ref=f"{ref.name}:{first}-{last}",
-                    source_version=ref.blob,
-                    path=ref.name,
-                    line_start=first,
-                    line_end=last,
-                    project=scope.project,
-                    branch=scope.branch,
-                    captured_at=event.created_at,
-                    valid_as_of=window.as_of,
-                    text="\n".join(window_lines),
-                    evidence_kind=ref.evidence_kind,
-                    trust=Trust.UNTRUSTED_OBSERVATION,
-                    authority=SOURCE_AUTHORITY[Source.ARTIFACT],
-                )
-            )
-        return candidates
+        events = self._scoped_events(scope)
+        pool = self.sessions.candidates(events, frozenset(sub_query.sources), scope, window, {}, withheld=False)
+        return _top([candidate for candidate, _reason in pool], terms, sub_query)
 
     # ------------------------------------------------------------------ memory
 
@@ -288,6 +211,185 @@ class Recall:
                 )
             )
         return _top(pool, terms, sub_query)
+
+
+SessionPoolEntry = tuple[Candidate, str | None]
+"""A session candidate and why the scope withholds it (``None``: it is in scope)."""
+RECALLED_EVENT_TYPES = (EventType.USER_MESSAGE, EventType.MODEL_RESPONSE, EventType.TOOL_FINISHED)
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    branch: str | None
+    workspace_root: str | None
+
+
+def project_sessions(store: Store, project: str) -> list[SessionInfo]:
+    """Every session of a project (metadata only; no event is read)."""
+    statement = (
+        select(col(SessionRow.id), col(SessionRow.branch), col(SessionRow.workspace_root))
+        .where(col(SessionRow.project) == project)
+        .order_by(col(SessionRow.id))
+    )
+    with store.read() as conn:
+        return [SessionInfo(str(sid), branch, root) for sid, branch, root in conn.execute(statement).all()]
+
+
+def session_withheld(session: SessionInfo, scope: RetrievalScope) -> str | None:
+    """Why the scope keeps a session's events and artifacts out (``None``: it does not).
+
+    A retrieval recalls its own session only (the scope's ``session_id``; a scope without one
+    recalls no session at all), on the scope's branch (or none) and workspace root (or none).
+    Knowledge that should outlive a session goes through governed memory (docs/scope.md).
+    """
+    if scope.session_id is None:
+        return f"event of session {session.id}; a scope without a session recalls no session events"
+    if session.id != scope.session_id:
+        return f"event of session {session.id}, outside the scope (session {scope.session_id})"
+    if scope.branch is not None and session.branch not in (None, scope.branch):
+        return f"session on branch {session.branch}, outside the scope (branch {scope.branch})"
+    if scope.workspace_root is not None and session.workspace_root not in (None, scope.workspace_root):
+        return f"session in workspace {session.workspace_root}, outside the scope"
+    return None
+
+
+def artifact_withheld(ref: ArtifactRef, scope: RetrievalScope) -> str | None:
+    """Why the scope's path prefixes keep an artifact out (``None``: they do not).
+
+    An artifact named by a workspace path (it has a directory part: ``ops/deploy.log``) is
+    confined by the prefixes like a file; a bare name (``test-output.log``) names the tool's
+    output itself, which belongs to the session, not to a place in the workspace.
+    """
+    if scope.path_prefixes and "/" in ref.name and not under_any(ref.name, scope.path_prefixes):
+        return f"artifact path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
+    return None
+
+
+def read_events(store: Store, session_ids: Sequence[str]) -> list[Event]:
+    """The recallable events of these sessions, in store order."""
+    if not session_ids:
+        return []
+    statement = (
+        select(col(EventRow.body))
+        .where(col(EventRow.session_id).in_(list(session_ids)))
+        .where(col(EventRow.type).in_([t.value for t in RECALLED_EVENT_TYPES]))
+        .order_by(col(EventRow.store_seq))
+    )
+    with store.read() as conn:
+        return [Event.model_validate_json(bytes(body)) for body in conn.execute(statement).scalars()]
+
+
+class SessionPool:
+    """Candidates from session events and artifacts, with the policy's path rules applied.
+
+    Recall asks for what the scope admits; the probe asks for what it withholds, with the
+    reason. Artifact text is read only for the side asked for, and cached per blob.
+    """
+
+    def __init__(self, store: Store, policy: Policy) -> None:
+        self.store = store
+        self.policy = policy
+        self._blobs: dict[str, str] = {}
+
+    def candidates(
+        self,
+        events: Sequence[Event],
+        sources: frozenset[Source],
+        scope: RetrievalScope,
+        window: TimeWindow,
+        session_reasons: Mapping[str, str],
+        *,
+        withheld: bool,
+    ) -> list[SessionPoolEntry]:
+        """``session_reasons``: why each session is withheld (sessions not named: admitted)."""
+        pool: list[SessionPoolEntry] = []
+        for event in events:
+            if not window.admits(event.created_at):
+                continue
+            session_reason = session_reasons.get(event.session_id)
+            refs = (
+                [ArtifactRef.model_validate(ref) for ref in event.payload.get("artifacts", [])]
+                if event.type == EventType.TOOL_FINISHED else []
+            )
+            artifact_reasons = [session_reason or artifact_withheld(ref, scope) for ref in refs]
+            if Source.SESSION_EVENT in sources:
+                text = _event_text(event)
+                previewed = next(
+                    (f"previews artifact {ref.name}: {reason}" for ref, reason in zip(refs, artifact_reasons, strict=True)
+                     if reason is not None),
+                    None,
+                )
+                reason = session_reason or previewed
+                if text and (reason is not None) == withheld:
+                    pool.append((self._event_candidate(event, text, refs, scope, window), reason))
+            if Source.ARTIFACT in sources:
+                for ref, reason in zip(refs, artifact_reasons, strict=True):
+                    if (reason is not None) == withheld:
+                        pool += [(c, reason) for c in self._artifact_candidates(event, ref, scope, window)]
+        return pool
+
+    def _event_candidate(
+        self, event: Event, text: str, refs: list[ArtifactRef], scope: RetrievalScope, window: TimeWindow
+    ) -> Candidate:
+        about = tuple(ref.name for ref in refs)
+        return Candidate(
+            id=f"event:{event.session_id}#{event.seq}",
+            source=Source.SESSION_EVENT,
+            source_ref=f"{event.session_id}#{event.seq}",
+            source_version=text_hash(text),
+            project=scope.project,
+            branch=scope.branch,
+            captured_at=event.created_at,
+            valid_as_of=window.as_of,
+            text=text,
+            evidence_kind=EvidenceKind.EVENT,
+            visibility=self.policy.rules_for_all(about).visibility,
+            trust=Trust.UNTRUSTED_OBSERVATION,
+            authority=SOURCE_AUTHORITY[Source.SESSION_EVENT],
+            about_paths=about,
+        )
+
+    def _artifact_candidates(self, event: Event, ref: ArtifactRef, scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
+        if ref.blob not in self._blobs:
+            try:
+                self._blobs[ref.blob] = self.store.get_blob(ref.blob).decode("utf-8", errors="replace")
+            except UnknownIdError:
+                # Recalling around a hole would record a snapshot of a damaged store as if whole.
+                raise IntegrityError(
+                    f"artifact {ref.name!r} of session {event.session_id} event #{event.seq} is missing from the store "
+                    f"(blob {ref.blob[:12]}…): run `scopelens verify`"
+                ) from None
+        text = self._blobs[ref.blob]
+        lines = text.splitlines()
+        visibility = self.policy.rules_for(ref.name).visibility
+        candidates = []
+        for start in range(0, max(len(lines), 1), ARTIFACT_WINDOW_LINES):
+            window_lines = lines[start : start + ARTIFACT_WINDOW_LINES]
+            if not any(line.strip() for line in window_lines):
+                continue
+            first, last = start + 1, start + len(window_lines)
+            candidates.append(
+                Candidate(
+                    id=f"artifact:{ref.blob[:16]}:{first}-{last}",
+                    source=Source.ARTIFACT,
+                    source_ref=f"{ref.name}:{first}-{last}",
+                    source_version=ref.blob,
+                    path=ref.name,
+                    line_start=first,
+                    line_end=last,
+                    project=scope.project,
+                    branch=scope.branch,
+                    captured_at=event.created_at,
+                    valid_as_of=window.as_of,
+                    text="\n".join(window_lines),
+                    evidence_kind=ref.evidence_kind,
+                    visibility=visibility,
+                    trust=Trust.UNTRUSTED_OBSERVATION,
+                    authority=SOURCE_AUTHORITY[Source.ARTIFACT],
+                )
+            )
+        return candidates
 
 
 def _event_text(event: Event) -> str:

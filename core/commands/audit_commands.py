@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from scopelens.core.audit.drift import compute_drift, drift_session, list_drift_runs
+from scopelens.core.audit.rebuild import rebuild_store
 from scopelens.core.audit.replay import ReplayedTurn, replay_session
 from scopelens.core.audit.whynot import QUERY_KINDS, QueryKind, why_not
 from scopelens.core.contracts import DriftReport
@@ -40,6 +42,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     target.add_argument("--text")
     whynot.add_argument("--json", action="store_true")
     whynot.set_defaults(run=run_why_not)
+
+    rebuild = subparsers.add_parser(
+        "rebuild", parents=[common],
+        help="copy a store into a new, empty one (--db) with every detectable secret redacted; records its origin",
+    )
+    rebuild.add_argument("--from", dest="source", required=True, metavar="URL", help="the store to rebuild (read only)")
+    rebuild.add_argument("--json", action="store_true")
+    rebuild.set_defaults(run=run_rebuild)
 
 
 def run_replay(args: argparse.Namespace) -> int:
@@ -170,3 +180,20 @@ def run_why_not(args: argparse.Namespace) -> int:
     return 0
 
 
+
+
+def run_rebuild(args: argparse.Namespace) -> int:
+    with Store.open(args.source, read_only=True) as old, Store.open(args.db, create=True) as new:
+        report = rebuild_store(old, new)
+    if args.json:
+        print_json("rebuild", dataclasses.asdict(report))
+        return 0
+    out = console()
+    out.print(f"rebuilt from {report.rebuilt_from}")
+    out.print(
+        f"{report.sessions} session(s), {report.events} event(s), {report.snapshots} snapshot(s) "
+        f"({report.snapshots_changed} changed by redaction), {report.memories} memory record(s)"
+    )
+    out.print(f"new store head: {report.new_head}; the origin is recorded in session {report.record_session}")
+    out.print("not copied: the workspace index (re-index it) and drift runs (drift re-computes them)")
+    return 0

@@ -16,18 +16,23 @@ from scopelens.core.vocab import EventType
 from tests.support.factories import DRIFT_RUN_INSERT, FACTORY_POLICY, made_drift_run, make_snapshot
 
 
-@pytest.fixture
-def written(store_url: str) -> str:
-    with Store.open(store_url, create=True) as store:
+def write_one_of_each(url: str) -> str:
+    """A store with one row in every append-only table (a drift run inserted by hand)."""
+    with Store.open(url, create=True) as store:
         session = store.create_session(project="p", session_id="s-r")
         store.append_event(session.id, EventType.USER_MESSAGE, {"text": "hello"})
         snapshot, block = make_snapshot("snap-r", session.id)
         store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
-    engine = create_engine(normalise_url(store_url))
+    engine = create_engine(normalise_url(url))
     with engine.begin() as conn:
         conn.execute(text(DRIFT_RUN_INSERT), made_drift_run("d-1", "snap-r", "s-r"))
     engine.dispose()
-    return store_url
+    return url
+
+
+@pytest.fixture
+def written(store_url: str) -> str:
+    return write_one_of_each(store_url)
 
 
 # Each statement would replace one existing row with different content.
@@ -57,16 +62,9 @@ def _counts(conn) -> dict[str, object]:
 
 @pytest.mark.parametrize("what", list(SQLITE_REPLACEMENTS))
 def test_insert_or_replace_cannot_rewrite_an_append_only_row(tmp_path, what):
-    url = f"sqlite:///{tmp_path / 'store.db'}"
-    with Store.open(url, create=True) as store:
-        session = store.create_session(project="p", session_id="s-r")
-        store.append_event(session.id, EventType.USER_MESSAGE, {"text": "hello"})
-        snapshot, block = make_snapshot("snap-r", session.id)
-        store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
+    url = write_one_of_each(f"sqlite:///{tmp_path / 'store.db'}")
     engine = create_engine(normalise_url(url))
     try:
-        with engine.begin() as conn:
-            conn.execute(text(DRIFT_RUN_INSERT), made_drift_run("d-1", "snap-r", "s-r"))
         with engine.connect() as conn:
             before = _counts(conn)
         with pytest.raises(Exception, match="append-only"), engine.begin() as conn:

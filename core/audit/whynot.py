@@ -1,4 +1,4 @@
-"""Why-not: where a path, symbol or text dropped out of a retrieval, with the evidence.
+"""Why-not: where a path, symbol, text or source_ref dropped out of a retrieval, with the evidence.
 
 The answer is a stage from the shared vocabulary:
 
@@ -7,35 +7,60 @@ The answer is a stage from the shared vocabulary:
 * ``trimmed-away``: its item was selected but the budget trimmed that part (the range);
 * any rejection stage: the snapshot's rejection row says so (including what the scope probe
   withheld);
-* ``not-recalled``: no sub-query returned it. The answer lists the sub-queries that ran and
-  the query terms that the thing's best chunk (at the snapshot's time) lacked.
+* ``out-of-scope``: it exists only outside the snapshot's project (never said where);
+* ``not-recalled``: no sub-query returned it. The answer gives its best chunk's would-be rank
+  under each sub-query of the frozen plan against that sub-query's ``top_k``, and the query
+  terms it lacked.
+
+Every recorded row that matches is answered, best stage first (``matches``): a file with
+several chunks is answered per chunk, so a chunk dropped at ``over-budget`` is not hidden
+behind one dropped at ``below-cutoff``. Rows the pipeline recorded come before the scope
+probe's; for a symbol, the item that *is* the symbol comes before one that defines it, and
+that before one that only mentions it. ``--path`` also takes any ``source_ref`` a screen
+shows (``src/x.py:1-5``, ``main:src/x.py:1-5``, ``memory:mem-1``, ``s-1#4``).
 
 Why-not reads the snapshot, the session's events and the versioned index as it was at the
-snapshot's time; it never changes anything.
+snapshot's ``as_of`` (its creation time when it had none); it never changes anything.
+Snapshots recorded before items kept their ``symbol`` are matched by the text of the item.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import or_
+from sqlalchemy import func, or_
 from sqlmodel import col, select
 
 from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, RejectedItem, SnapshotItem, TrimRange
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
+from scopelens.core.index.scorer import Scorer
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import all_memory_versions
 from scopelens.core.pathmatch import normalise_prefix, under_prefix
 from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
+from scopelens.core.pipeline.recall import time_window, workspace_filter
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
-from scopelens.core.vocab import EventType, Stage
+from scopelens.core.vocab import WORKSPACE_SOURCES, EventType, Stage
 
 QueryKind = Literal["path", "symbol", "text"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("path", "symbol", "text")
+
+INDEX_LOOKUP_LIMIT = 500
+"""Matching chunks read from the index for one question (ordered by path and line)."""
+RANK_SEARCH_LIMIT = 5000
+"""How deep the would-be rank of a never-recalled chunk is looked for."""
+
+_STAGE_ORDER: tuple[Stage, ...] = (
+    Stage.CITED, Stage.SELECTED, Stage.TRIMMED_AWAY, Stage.OVER_BUDGET, Stage.DUPLICATE, Stage.BELOW_CUTOFF,
+    Stage.MEMORY_STATUS, Stage.STALE, Stage.NOT_VISIBLE, Stage.DENIED_SOURCE, Stage.OUT_OF_SCOPE, Stage.NOT_RECALLED,
+)
+"""Best first: how far a thing got towards the model."""
 
 
 class SubQueryRun(Contract):
@@ -43,6 +68,19 @@ class SubQueryRun(Contract):
     intent: str
     top_k: int
     query_text: str
+    would_be_rank: int | None = None
+    """For a never-recalled chunk: its rank under this sub-query at the snapshot's time (None:
+    not in the first RANK_SEARCH_LIMIT, or not one of this sub-query's sources)."""
+
+
+class WhyNotMatch(Contract):
+    """One recorded row that matches the question: a chunk, an item, a memory, an event."""
+
+    stage: Stage
+    source_ref: str
+    citation_id: str | None = None
+    reason: str
+    from_probe: bool = False
 
 
 class WhyNotAnswer(Contract):
@@ -60,116 +98,244 @@ class WhyNotAnswer(Contract):
     sub_queries: tuple[SubQueryRun, ...] = ()
     best_chunk: str | None = None
     missing_terms: tuple[str, ...] = ()
+    matches: tuple[WhyNotMatch, ...] = ()
+    """Every recorded row that matched, best stage first (the answer is the first)."""
 
 
-def _matches(kind: QueryKind, value: str, path: str | None, symbol: str | None, text: str | None) -> bool:
-    if kind == "path":
-        return path is not None and under_prefix(path, value)
-    if kind == "symbol":
-        if symbol and (symbol == value or symbol.endswith("." + value) or value.endswith("." + symbol)):
-            return True
-        return text is not None and value in text
-    return text is not None and value.lower() in text.lower()
+@dataclass(frozen=True)
+class _Row:
+    """A recorded row that matches, with what ranks it."""
+
+    stage: Stage
+    strength: int
+    item: SnapshotItem | None = None
+    rejection: RejectedItem | None = None
+    trim: TrimRange | None = None
+
+    @property
+    def source_ref(self) -> str:
+        return self.item.source_ref if self.item else self.rejection.source_ref if self.rejection else ""
+
+    def key(self) -> tuple[int, int, int]:
+        probe = 1 if self.rejection is not None and self.rejection.from_probe else 0
+        return (-self.strength, probe, _STAGE_ORDER.index(self.stage))
 
 
-def _symbol_strength(value: str, symbol: str | None, text: str) -> int:
-    """2: the item is the symbol; 1: the item defines it; 0: it only mentions it."""
-    if symbol and (symbol == value or symbol.endswith("." + value)):
-        return 2
-    definition = re.compile(rf"\b(?:def|class|function|func|fn|interface|type|const|let|var)\s+{re.escape(value)}\b")
-    return 1 if definition.search(text) else 0
+def _strip_branch(value: str, snapshot: AuditSnapshot) -> str:
+    """``main:src/x.py:1-2`` (as a block shows it) is ``src/x.py:1-2`` on the snapshot's branch."""
+    branch = snapshot.scope.branch
+    return value[len(branch) + 1 :] if branch and value.startswith(branch + ":") else value
+
+
+def _path_matches(value: str, path: str | None, source_ref: str, candidate_id: str) -> bool:
+    """A path (or folder) prefix, or the exact source_ref or candidate id a screen shows."""
+    if value in (source_ref, candidate_id):
+        return True
+    return path is not None and under_prefix(path, value)
+
+
+def _symbol_strength(value: str, symbol: str | None, text: str | None) -> int:
+    """3: the item is the symbol; 2: the item is its class, or a member of it; 1: the item's text
+    defines it; 0: it only mentions it; -1: no match."""
+    if symbol:
+        if symbol == value or symbol.endswith("." + value) or value.endswith("." + symbol):
+            return 3
+        if value.startswith(symbol + ".") or symbol.startswith(value + "."):
+            return 2  # the item holds the symbol (its class), or is a member of the class asked
+    if text is None:
+        return -1
+    last = value.rsplit(".", 1)[-1]
+    definition = re.compile(rf"\b(?:def|class|function|func|fn|interface|type|const|let|var)\s+{re.escape(last)}\b")
+    if definition.search(text):
+        return 1
+    return 0 if value in text or last in text else -1
+
+
+def _text_matches(value: str, text: str | None) -> bool:
+    return text is not None and value.casefold() in text.casefold()
+
+
+_LINE_RANGE = re.compile(r":\d+-\d+$")
 
 
 def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyNotAnswer:
     if not value.strip():
         raise InvalidInputError(f"why-not --{kind} needs a non-empty value")
     snapshot = store.get_snapshot(snapshot_id).snapshot
-    base = {"snapshot_id": snapshot_id, "kind": kind, "value": value}
-    shown = [i for i in snapshot.selected if _matches(kind, value, i.path, i.symbol, i.visible_text)]
-    if shown:
-        best = max(shown, key=lambda i: (_symbol_strength(value, i.symbol, i.visible_text) if kind == "symbol" else 0, -i.rank))
-        return _selected_answer(store, snapshot, best, base)
-    trimmed = _trimmed_answer(store, snapshot, kind, value, base)
-    if trimmed is not None:
-        return trimmed
-    known = _index_chunks_for(store, snapshot, kind, value)
-    known_ids = {f"chunk:{c.chunk_id}" for c in known}
-    memories_elsewhere = False
-    if kind != "path":
-        for record, _digest in all_memory_versions(store):
-            if value.lower() in record.content.lower():
-                known_ids.add(f"memory:{record.id}")
-                memories_elsewhere = memories_elsewhere or record.project != snapshot.scope.project
-    for rejected in snapshot.rejected:
-        if rejected.candidate_id in known_ids or _matches(kind, value, rejected.path, rejected.symbol, None):
-            origin = "the scope probe recorded it" if rejected.from_probe else "it was recalled"
-            return WhyNotAnswer(
-                **base, stage=rejected.stage, rejection=rejected, source_ref=rejected.source_ref,
-                summary=f"{rejected.stage.value}: {rejected.source_ref}: {rejected.reason} ({origin})",
-            )
-    in_project = any(c.project == snapshot.scope.project for c in known)
-    if not in_project and (known or memories_elsewhere):
-        return _outside_the_project(snapshot, base)
-    return _not_recalled(snapshot, known, base)
-
-
-def _outside_the_project(snapshot: AuditSnapshot, base: dict[str, str]) -> WhyNotAnswer:
-    """It exists only outside the snapshot's project: out of scope, said without naming where."""
-    counted = [r for r in snapshot.rejected if r.candidate_id.startswith(OTHER_PROJECTS_PREFIX)]
-    probe = "; ".join(r.reason for r in counted) if counted else "the probe recorded no hit of other projects"
-    return WhyNotAnswer(
-        **base, stage=Stage.OUT_OF_SCOPE,
-        summary=(
-            f"out-of-scope: nothing matching {base['kind']} {base['value']!r} is in project {snapshot.scope.project}, "
-            f"the snapshot's scope; other projects are outside it and are never named ({probe})"
-        ),
-    )
-
-
-def _selected_answer(store: Store, snapshot: AuditSnapshot, item: SnapshotItem, base: dict[str, str]) -> WhyNotAnswer:
-    responses = [
-        e for e in store.events(snapshot.session_id)
-        if e.type == EventType.MODEL_RESPONSE and e.turn == snapshot.turn
-    ]
-    cited_by = tuple(f"{e.session_id}#{e.seq}" for e in responses if item.citation_id in e.payload.get("cited_ids", []))
-    if cited_by:
-        return WhyNotAnswer(
-            **base, stage=Stage.CITED, citation_id=item.citation_id, source_ref=item.source_ref, cited_by=cited_by,
-            summary=f"cited: shown as [{item.citation_id}] {item.source_ref} and cited by event {', '.join(cited_by)}",
-        )
-    reply = "the reply of this turn did not cite it" if responses else "no model reply is recorded for this turn"
-    return WhyNotAnswer(
-        **base, stage=Stage.SELECTED, citation_id=item.citation_id, source_ref=item.source_ref,
-        summary=f"selected but not cited: shown as [{item.citation_id}] {item.source_ref}; {reply}",
-    )
-
-
-def _trimmed_answer(
-    store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str, base: dict[str, str]
-) -> WhyNotAnswer | None:
+    value = value.strip()
     if kind == "path":
-        return None
-    trimmed_items = [i for i in snapshot.selected if i.trim_ranges and i.candidate_id.startswith("chunk:")]
+        value = _strip_branch(value, snapshot)
+    base = {"snapshot_id": snapshot_id, "kind": kind, "value": value}
+    lookup = _LINE_RANGE.sub("", value) if kind == "path" else value
+    known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
+    rows = _recorded_rows(store, snapshot, kind, value, known)
+    if rows:
+        return _answer(store, snapshot, sorted(rows, key=_Row.key), base)
+    in_scope = [c for c in known if _in_scope(c, snapshot)]
+    if in_scope:
+        return _not_recalled(store, snapshot, in_scope, base)
+    if known:  # in the project, on another branch or root: say where (the same permission context)
+        return _outside_the_scope(snapshot, known, base)
+    elsewhere = bool(_index_chunks_for(store, snapshot, kind, lookup, project=None, limit=1))
+    if not elsewhere and kind != "path":
+        elsewhere = any(
+            record.project != snapshot.scope.project and _text_matches(value, record.content)
+            for record, _digest in all_memory_versions(store)
+        )
+    if elsewhere:
+        return _outside_the_project(snapshot, base)
+    return _not_recalled(store, snapshot, [], base)
+
+
+def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
+    scope = snapshot.scope
+    return (
+        chunk.project == scope.project
+        and (scope.branch is None or chunk.branch == scope.branch)
+        and (scope.workspace_root is None or chunk.root == scope.workspace_root)
+    )
+
+
+def _recorded_rows(
+    store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str, known: list[ChunkRecord]
+) -> list[_Row]:
+    rows: list[_Row] = []
+    for item in snapshot.selected:
+        if kind == "path":
+            strength = 0 if _path_matches(value, item.path, item.source_ref, item.candidate_id) else -1
+        elif kind == "symbol":
+            strength = _symbol_strength(value, item.symbol, item.visible_text)
+        else:
+            strength = 0 if _text_matches(value, item.visible_text) else -1
+        if strength >= 0:
+            rows.append(_Row(stage=Stage.SELECTED, strength=strength, item=item))
+    if kind != "path":
+        rows += _trimmed_rows(store, snapshot, kind, value, {id(r.item) for r in rows})
+    # The rejected rows' own chunks, whatever their time: a stale row is about a version that
+    # was not live at the snapshot's as_of, and is still the answer for its text.
+    rejected_chunks = fetch_chunks(
+        store, [int(r.candidate_id.split(":")[1]) for r in snapshot.rejected if r.candidate_id.startswith("chunk:")]
+    )
+    known_ids = {f"chunk:{c.chunk_id}": c for c in [*known, *rejected_chunks.values()]}
+    memory_ids = (
+        {f"memory:{record.id}" for record, _ in all_memory_versions(store) if _text_matches(value, record.content)}
+        if kind != "path" else set()
+    )
+    for rejected in snapshot.rejected:
+        if rejected.candidate_id.startswith(OTHER_PROJECTS_PREFIX):
+            continue
+        chunk = known_ids.get(rejected.candidate_id)
+        if kind == "path":
+            strength = 0 if _path_matches(value, rejected.path, rejected.source_ref, rejected.candidate_id) else -1
+        elif kind == "symbol":
+            strength = _symbol_strength(value, rejected.symbol, chunk.text if chunk else None)
+            if strength < 0 and rejected.candidate_id in memory_ids:
+                strength = 0
+        else:
+            matched = chunk is not None and _text_matches(value, chunk.text)
+            strength = 0 if matched or rejected.candidate_id in memory_ids else -1
+        if strength >= 0:
+            rows.append(_Row(stage=rejected.stage, strength=strength, rejection=rejected))
+    return rows
+
+
+def _trimmed_rows(store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str, shown: set[int]) -> list[_Row]:
+    """Items whose *trimmed* part held the text (and whose visible part did not)."""
+    trimmed_items = [
+        i for i in snapshot.selected if i.trim_ranges and i.candidate_id.startswith("chunk:") and id(i) not in shown
+    ]
     originals = fetch_chunks(store, [int(i.candidate_id.split(":")[1]) for i in trimmed_items])
+    rows = []
     for item in trimmed_items:
         original = originals.get(int(item.candidate_id.split(":")[1]))
         if original is None:
             continue
         for trim in item.trim_ranges:
             removed = original.text[trim.start_char : trim.end_char]
-            if _matches("text", value, None, None, removed):
-                return WhyNotAnswer(
-                    **base, stage=Stage.TRIMMED_AWAY, citation_id=item.citation_id, source_ref=item.source_ref,
-                    trim_range=trim,
-                    summary=(f"trimmed-away: [{item.citation_id}] {item.source_ref} was shown, but lines "
-                             f"{trim.start_line}-{trim.end_line} were trimmed to fit the budget"),
-                )
-    return None
+            if (kind == "text" and _text_matches(value, removed)) or (
+                kind == "symbol" and _symbol_strength(value, None, removed) >= 0
+            ):
+                rows.append(_Row(stage=Stage.TRIMMED_AWAY, strength=0, item=item, trim=trim))
+                break
+    return rows
 
 
-def _index_chunks_for(store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str) -> list[ChunkRecord]:
-    """Chunks of the snapshot's project that match, as the index was at the snapshot's time."""
-    moment = to_micros(snapshot.created_at)
+def _cited_by(store: Store, snapshot: AuditSnapshot, citation_id: str) -> tuple[str, ...]:
+    responses = [
+        e for e in store.events(snapshot.session_id)
+        if e.type == EventType.MODEL_RESPONSE and e.turn == snapshot.turn
+    ]
+    return tuple(f"{e.session_id}#{e.seq}" for e in responses if citation_id in e.payload.get("cited_ids", []))
+
+
+def _match(store: Store, snapshot: AuditSnapshot, row: _Row) -> WhyNotMatch:
+    if row.item is not None and row.stage == Stage.TRIMMED_AWAY and row.trim is not None:
+        return WhyNotMatch(
+            stage=Stage.TRIMMED_AWAY, source_ref=row.item.source_ref, citation_id=row.item.citation_id,
+            reason=f"lines {row.trim.start_line}-{row.trim.end_line} were trimmed to fit the budget",
+        )
+    if row.item is not None:
+        cited_by = _cited_by(store, snapshot, row.item.citation_id)
+        stage = Stage.CITED if cited_by else Stage.SELECTED
+        reason = f"cited by event {', '.join(cited_by)}" if cited_by else "shown to the model"
+        return WhyNotMatch(stage=stage, source_ref=row.item.source_ref, citation_id=row.item.citation_id, reason=reason)
+    assert row.rejection is not None
+    return WhyNotMatch(
+        stage=row.rejection.stage, source_ref=row.rejection.source_ref, reason=row.rejection.reason,
+        from_probe=row.rejection.from_probe,
+    )
+
+
+def _answer(store: Store, snapshot: AuditSnapshot, rows: list[_Row], base: dict[str, str]) -> WhyNotAnswer:
+    matches = tuple(_match(store, snapshot, row) for row in rows)
+    best, first = rows[0], matches[0]
+    others = [m for m in matches[1:] if m.source_ref != first.source_ref or m.stage != first.stage]
+    also = ""
+    if others:
+        shown = "; ".join(f"{m.source_ref} {m.stage.value}" for m in others[:4])
+        more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+        also = f" (also: {shown}{more})"
+    if best.item is not None and first.stage == Stage.TRIMMED_AWAY:
+        summary = (f"trimmed-away: [{first.citation_id}] {first.source_ref} was shown, but {first.reason}")
+        return WhyNotAnswer(
+            **base, stage=Stage.TRIMMED_AWAY, citation_id=first.citation_id, source_ref=first.source_ref,
+            trim_range=best.trim, summary=summary + also, matches=matches,
+        )
+    if best.item is not None:
+        cited_by = _cited_by(store, snapshot, best.item.citation_id)
+        if cited_by:
+            summary = f"cited: shown as [{first.citation_id}] {first.source_ref} and cited by event {', '.join(cited_by)}"
+        else:
+            responses = any(
+                e.type == EventType.MODEL_RESPONSE and e.turn == snapshot.turn for e in store.events(snapshot.session_id)
+            )
+            reply = "the reply of this turn did not cite it" if responses else "no model reply is recorded for this turn"
+            summary = f"selected but not cited: shown as [{first.citation_id}] {first.source_ref}; {reply}"
+        return WhyNotAnswer(
+            **base, stage=first.stage, citation_id=first.citation_id, source_ref=first.source_ref, cited_by=cited_by,
+            summary=summary + also, matches=matches,
+        )
+    rejected = best.rejection
+    assert rejected is not None
+    origin = "the scope probe recorded it" if rejected.from_probe else "it was recalled"
+    return WhyNotAnswer(
+        **base, stage=rejected.stage, rejection=rejected, source_ref=rejected.source_ref, matches=matches,
+        summary=f"{rejected.stage.value}: {rejected.source_ref}: {rejected.reason} ({origin}){also}",
+    )
+
+
+def _moment(snapshot: AuditSnapshot) -> datetime:
+    """The index time the snapshot read: its scope's ``as_of``, else its creation."""
+    return snapshot.scope.time_boundary.as_of or snapshot.created_at
+
+
+def _index_chunks_for(
+    store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str, *, project: str | None,
+    limit: int = INDEX_LOOKUP_LIMIT,
+) -> list[ChunkRecord]:
+    """Chunks of ``project`` (None: any) live at the snapshot's time that match, in path and line
+    order. Text is matched case-insensitively and literally (no LIKE wildcards) on both backends."""
+    moment = to_micros(_moment(snapshot))
     statement = (
         select(col(IndexChunkRow.id))
         .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
@@ -178,44 +344,116 @@ def _index_chunks_for(store: Store, snapshot: AuditSnapshot, kind: QueryKind, va
     )
     if kind == "path":
         wanted = normalise_prefix(value)
-        statement = statement.where(or_(col(IndexChunkRow.path) == wanted, col(IndexChunkRow.path).startswith(wanted + "/")))
+        statement = statement.where(
+            or_(col(IndexChunkRow.path) == wanted, col(IndexChunkRow.path).startswith(wanted + "/", autoescape=True))
+        )
     elif kind == "symbol":
-        statement = statement.where(or_(col(IndexChunkRow.symbol) == value, col(IndexChunkRow.symbol).endswith("." + value),
-                                        col(IndexChunkRow.text).contains(value)))
+        last = value.rsplit(".", 1)[-1]
+        statement = statement.where(
+            or_(
+                col(IndexChunkRow.symbol) == value,
+                col(IndexChunkRow.symbol).endswith("." + value, autoescape=True),
+                col(IndexChunkRow.text).contains(last, autoescape=True),
+            )
+        )
     else:
-        statement = statement.where(col(IndexChunkRow.text).contains(value))
+        statement = statement.where(func.lower(col(IndexChunkRow.text)).contains(value.lower(), autoescape=True))
+    if project is not None:
+        statement = statement.where(col(IndexDocumentRow.project) == project)
+    statement = statement.order_by(col(IndexChunkRow.path), col(IndexChunkRow.start_line), col(IndexChunkRow.id))
     with store.read() as conn:
-        ids = list(conn.execute(statement.limit(200)).scalars())
-    return sorted(fetch_chunks(store, ids).values(), key=lambda c: c.chunk_id)
+        ids = list(conn.execute(statement.limit(limit)).scalars())
+    chunks = sorted(fetch_chunks(store, ids).values(), key=lambda c: (c.path, c.start_line, c.chunk_id))
+    if kind == "text":  # the database's lower() folds ASCII only on SQLite: decide in Python
+        chunks = [c for c in chunks if _text_matches(value, c.text)]
+    elif kind == "symbol":
+        chunks = [c for c in chunks if _symbol_strength(value, c.symbol, c.text) >= 0]
+    return chunks
 
 
-def _not_recalled(snapshot: AuditSnapshot, known: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
+def _outside_the_project(snapshot: AuditSnapshot, base: dict[str, str]) -> WhyNotAnswer:
+    """It exists only outside the snapshot's scope: out of scope, said without naming where."""
+    counted = [r for r in snapshot.rejected if r.candidate_id.startswith(OTHER_PROJECTS_PREFIX)]
+    probe = "; ".join(r.reason for r in counted) if counted else "the probe recorded no hit of other projects"
+    return WhyNotAnswer(
+        **base, stage=Stage.OUT_OF_SCOPE,
+        summary=(
+            f"out-of-scope: nothing matching {base['kind']} {base['value']!r} is in the snapshot's scope "
+            f"(project {snapshot.scope.project}{_branch_text(snapshot)}); what lies outside it is never named ({probe})"
+        ),
+    )
+
+
+def _outside_the_scope(snapshot: AuditSnapshot, known: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
+    """It exists in the snapshot's project, but only on other branches or roots."""
+    places = sorted({f"branch {c.branch or '-'} at {c.root}" for c in known})
+    first = known[0]
+    return WhyNotAnswer(
+        **base, stage=Stage.OUT_OF_SCOPE, best_chunk=first.source_ref,
+        summary=(
+            f"out-of-scope: {base['kind']} {base['value']!r} is in project {snapshot.scope.project} only on "
+            f"{'; '.join(places[:3])}; the snapshot read{_branch_text(snapshot) or ' no branch'}"
+            + (f" at {snapshot.scope.workspace_root}" if snapshot.scope.workspace_root else "")
+        ),
+    )
+
+
+def _branch_text(snapshot: AuditSnapshot) -> str:
+    return f", branch {snapshot.scope.branch}" if snapshot.scope.branch else ""
+
+
+def _would_be_ranks(store: Store, snapshot: AuditSnapshot, chunk: ChunkRecord) -> dict[str, int | None]:
+    """The chunk's rank under each sub-query of the frozen plan, at the snapshot's time."""
+    scorer = Scorer(store)
+    window = time_window(snapshot.scope, _moment(snapshot))
+    ranks: dict[str, int | None] = {}
+    try:
+        for query in snapshot.plan.sub_queries:
+            sources = frozenset(s for s in query.sources if s in WORKSPACE_SOURCES and snapshot.scope.admits_source(s))
+            if chunk.source not in sources or not query.terms:
+                ranks[query.id] = None
+                continue
+            flt = workspace_filter(snapshot.scope, sources, window, as_of_given=True)
+            hits = scorer.search([(t.term, t.weight) for t in query.terms], flt, top_k=RANK_SEARCH_LIMIT)
+            ranks[query.id] = next((n for n, hit in enumerate(hits, start=1) if hit.chunk_id == chunk.chunk_id), None)
+    finally:
+        scorer.close()
+    return ranks
+
+
+def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
     runs = tuple(
         SubQueryRun(id=q.id, intent=q.intent.value, top_k=q.top_k, query_text=q.query_text)
         for q in snapshot.plan.sub_queries
     )
-    in_project = [c for c in known if c.project == snapshot.scope.project]
     if not in_project:
-        where = "in the index" if not known else f"in project {snapshot.scope.project}"
         return WhyNotAnswer(
             **base, stage=Stage.NOT_RECALLED, sub_queries=runs,
-            summary=f"not-recalled: nothing matching {base['kind']} {base['value']!r} was {where} at the snapshot's time",
+            summary=(
+                f"not-recalled: nothing matching {base['kind']} {base['value']!r} was in the index of project "
+                f"{snapshot.scope.project} at the snapshot's time"
+            ),
         )
     weights: dict[str, float] = {}
     for query in snapshot.plan.sub_queries:
         for term in query.terms:
             weights[term.term] = max(weights.get(term.term, 0.0), term.weight)
 
-    def coverage(chunk: ChunkRecord) -> float:
-        tokens = set(tokenize(chunk.text)) | set(tokenize(chunk.path)) | set(tokenize(chunk.symbol or ""))
-        return sum(w for t, w in weights.items() if t in tokens)
+    def tokens_of(chunk: ChunkRecord) -> set[str]:
+        return set(tokenize(chunk.text)) | set(tokenize(chunk.path)) | set(tokenize(chunk.symbol or ""))
 
-    best = max(in_project, key=lambda c: (coverage(c), -c.chunk_id))
-    tokens = set(tokenize(best.text)) | set(tokenize(best.path)) | set(tokenize(best.symbol or ""))
+    best = max(in_project, key=lambda c: (sum(w for t, w in weights.items() if t in tokens_of(c)), -c.chunk_id))
+    tokens = tokens_of(best)
     missing = tuple(t for t, _w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])) if t not in tokens)
+    ranks = _would_be_ranks(store, snapshot, best)
+    runs = tuple(run.model_copy(update={"would_be_rank": ranks.get(run.id)}) for run in runs)
+    placed = [
+        f"{run.id} rank {run.would_be_rank} of top {run.top_k}" if run.would_be_rank else f"{run.id} not ranked"
+        for run in runs
+    ]
     shown = ", ".join(missing[:8]) or "none"
     return WhyNotAnswer(
         **base, stage=Stage.NOT_RECALLED, sub_queries=runs, best_chunk=best.source_ref, missing_terms=missing,
-        summary=(f"not-recalled: no sub-query returned it ({len(runs)} ran); its best chunk {best.source_ref} "
-                 f"lacks the query terms: {shown}"),
+        summary=(f"not-recalled: no sub-query returned it; its best chunk {best.source_ref} would rank: "
+                 f"{'; '.join(placed) or 'no sub-query ran'}; it lacks the query terms: {shown}"),
     )

@@ -34,12 +34,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     drift.add_argument("--json", action="store_true")
     drift.set_defaults(run=run_drift)
 
-    whynot = subparsers.add_parser("why-not", parents=[common], help="where a path, symbol or text dropped out")
-    whynot.add_argument("snapshot")
+    whynot = subparsers.add_parser(
+        "why-not", parents=[common], help="where a path, symbol, text or source_ref dropped out, per chunk"
+    )
+    whynot.add_argument("snapshot", help="the snapshot id")
     target = whynot.add_mutually_exclusive_group(required=True)
-    target.add_argument("--path")
-    target.add_argument("--symbol")
-    target.add_argument("--text")
+    target.add_argument("--path", help="a path or folder, or any source_ref a screen shows (src/x.py:1-5, memory:m-1)")
+    target.add_argument("--symbol", help="a symbol, qualified or not (DataTable.move_cursor)")
+    target.add_argument("--text", help="text the model should have seen (case-insensitive, literal)")
     whynot.add_argument("--json", action="store_true")
     whynot.set_defaults(run=run_why_not)
 
@@ -174,12 +176,15 @@ def run_why_not(args: argparse.Namespace) -> int:
         return 0
     out = console()
     out.print(answer.summary, markup=False)
-    if answer.sub_queries:
-        for query in answer.sub_queries:
-            out.print(f"  ran {query.id} ({query.intent}, top {query.top_k})", markup=False)
+    if len(answer.matches) > 1:
+        for match in answer.matches:
+            cited = f" [{match.citation_id}]" if match.citation_id else ""
+            probe = " (probe)" if match.from_probe else ""
+            out.print(f"  {match.stage.value:<13} {match.source_ref}{cited}{probe}: {match.reason}", markup=False)
+    for query in answer.sub_queries:
+        rank = f", would rank {query.would_be_rank}" if query.would_be_rank else ""
+        out.print(f"  ran {query.id} ({query.intent}, top {query.top_k}{rank})", markup=False)
     return 0
-
-
 
 
 def run_rebuild(args: argparse.Namespace) -> int:

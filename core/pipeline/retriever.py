@@ -343,6 +343,7 @@ def bind_citations(
                 path=candidate.path,
                 line_start=candidate.line_start,
                 line_end=candidate.line_end,
+                symbol=candidate.symbol,
                 captured_at=candidate.captured_at,
                 evidence_kind=candidate.evidence_kind,
                 trust=candidate.trust,

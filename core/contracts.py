@@ -13,6 +13,8 @@ Every stored document and every ``--json`` output carries ``schema_version``.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -431,6 +433,38 @@ class AuditSnapshot(UtcModel):
     projection: Projection
     pins: Pins
     missing_evidence: tuple[EvidenceKind, ...] = ()
+
+    def funnel(self) -> Funnel:
+        """How many candidates each stage kept or dropped; the scope probe's rows apart (they
+        were never recalled), so that recalled − every pipeline rejection = selected."""
+        pipeline = Counter(r.stage for r in self.rejected if not r.from_probe)
+        probe = Counter(r.stage for r in self.rejected if r.from_probe)
+        return Funnel(
+            recalled=len(self.selected) + sum(pipeline.values()),
+            dropped=tuple((stage, pipeline[stage]) for stage in Stage if pipeline[stage]),
+            selected=len(self.selected),
+            withheld_by_scope=tuple((stage, probe[stage]) for stage in Stage if probe[stage]),
+        )
+
+
+@dataclass(frozen=True)
+class Funnel:
+    """A snapshot's funnel: ``recalled`` minus every ``dropped`` count is ``selected``.
+
+    ``withheld_by_scope`` counts the scope probe's rows: what the masks kept from recall.
+    """
+
+    recalled: int
+    dropped: tuple[tuple[Stage, int], ...]
+    selected: int
+    withheld_by_scope: tuple[tuple[Stage, int], ...]
+
+    def line(self) -> str:
+        """One line for a terminal: the steps, then what the scope withheld."""
+        dropped = ", ".join(f"{stage.value} {n}" for stage, n in self.dropped)
+        withheld = ", ".join(f"{stage.value} {n}" for stage, n in self.withheld_by_scope)
+        text = f"recalled {self.recalled}" + (f" − {dropped}" if dropped else "") + f" = selected {self.selected}"
+        return text + (f"; withheld by the scope (never recalled): {withheld}" if withheld else "")
 
 
 # --------------------------------------------------------------------------- sessions & events

@@ -150,6 +150,15 @@ class CandidateRow:
 
 
 @dataclass(frozen=True)
+class FunnelView:
+    """The funnel as the Funnel tab draws it: pipeline steps that add up (recalled, each stage
+    that dropped some, selected), and apart from them what the scope withheld from recall."""
+
+    steps: tuple[tuple[str, int], ...]
+    withheld: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
 class SnapshotView:
     id: str
     session_id: str
@@ -159,7 +168,7 @@ class SnapshotView:
     scope: RetrievalScope
     plan: RetrievalPlan
     pins: Pins
-    funnel: tuple[tuple[str, int], ...]
+    funnel: FunnelView
     budget_line: str
     items: tuple[ItemView, ...]
     block: str
@@ -473,13 +482,10 @@ def _candidate_row(row: SnapshotCandidateRow) -> CandidateRow:
     )
 
 
-def _funnel(snapshot: AuditSnapshot) -> tuple[tuple[str, int], ...]:
-    recalled = sum(count for stage, count in snapshot.stats.items()) - sum(
-        1 for r in snapshot.rejected if r.from_probe
-    )
-    rows: list[tuple[str, int]] = [("recalled", recalled)]
-    rows += [(stage.value, snapshot.stats.get(stage, 0)) for stage in Stage if stage not in (Stage.NOT_RECALLED, Stage.CITED)]
-    return tuple(rows)
+def _funnel(snapshot: AuditSnapshot) -> FunnelView:
+    funnel = snapshot.funnel()
+    steps = (("recalled", funnel.recalled), *((s.value, n) for s, n in funnel.dropped), ("selected", funnel.selected))
+    return FunnelView(steps=steps, withheld=tuple((s.value, n) for s, n in funnel.withheld_by_scope))
 
 
 def store_label(url: str) -> str:

@@ -72,8 +72,8 @@ def run_retrieve(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     sys.stdout.write(observation.context_block)
-    funnel = ", ".join(f"{stage.value} {count}" for stage, count in observation.stats.items())
-    print(f"\n-- session {observation.session_id} snapshot {observation.snapshot_id} ({funnel})", file=sys.stderr)
+    funnel = observation.snapshot.funnel().line()
+    print(f"\n-- session {observation.session_id} snapshot {observation.snapshot_id}: {funnel}", file=sys.stderr)
     return 0
 
 

@@ -23,6 +23,10 @@ a snapshot taken before this rule from one taken after)."""
 class Packed:
     selected: list[Candidate] = field(default_factory=list)
     rejected: list[RejectedItem] = field(default_factory=list)
+    overflow: list[tuple[Candidate, RejectedItem]] = field(default_factory=list)
+    """Eligible candidates past ``max_items``, in rank order, each with the rejection it gets if
+    no seat frees up: trimming may drop a selected item for tokens, and then the next of these
+    takes its seat if it fits (so no item is said to be stopped by a limit that was not reached)."""
 
 
 def pack(ranked: list[Candidate], budget: RetrievalBudget, required: Sequence[EvidenceKind] = ()) -> Packed:
@@ -72,7 +76,9 @@ def pack(ranked: list[Candidate], budget: RetrievalBudget, required: Sequence[Ev
         waiting = [kind for kind, seat in reserved.items() if seat.id != candidate.id and seat.id not in selected_ids]
         if len(result.selected) + len(waiting) >= budget.max_items:
             kept = f"; seats kept for required {', '.join(k.value for k in waiting)}" if waiting else ""
-            result.rejected.append(rejection(candidate, Stage.OVER_BUDGET, f"max_items ({budget.max_items}) reached{kept}"))
+            result.overflow.append(
+                (candidate, rejection(candidate, Stage.OVER_BUDGET, f"max_items ({budget.max_items}) reached{kept}"))
+            )
             continue
         per_source[candidate.source.value] = used + 1
         result.selected.append(candidate)

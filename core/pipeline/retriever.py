@@ -165,7 +165,10 @@ def run_pipeline(
     ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of)
     packed = pack(ranked, scope.budget, intent.required_evidence)
     strong_terms = [t.term for q in retrieval_plan.sub_queries[:1] for t in q.terms if t.weight >= 2.0]
-    trimmed = fit_to_budget(packed.selected, scope.budget.max_tokens, anchor_handles(intent) + strong_terms)
+    trimmed = fit_to_budget(
+        packed.selected, scope.budget.max_tokens, anchor_handles(intent) + strong_terms,
+        overflow=packed.overflow, max_items=scope.budget.max_items,
+    )
     split = drop_split_conflicts({f.candidate.id for f in trimmed.fitted}, {c.id: c for c in ranked})
     cut = {r.candidate_id for r in split}
     fitted = [f for f in trimmed.fitted if f.candidate.id not in cut]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scopelens.core.contracts import Candidate, RejectedItem, TrimRange
@@ -100,40 +101,63 @@ def _render(candidate: Candidate, lines: list[str], kept: set[int]) -> tuple[str
     return "\n".join(out), tuple(ranges)
 
 
-def fit_to_budget(selected: list[Candidate], max_tokens: int, needles: list[str]) -> TrimResult:
+def fit_to_budget(
+    selected: list[Candidate],
+    max_tokens: int,
+    needles: list[str],
+    *,
+    overflow: Sequence[tuple[Candidate, RejectedItem]] = (),
+    max_items: int | None = None,
+) -> TrimResult:
+    """Fit the packed items to the token budget, in rank order; then, while item seats are free
+    (an item was dropped for tokens), the ``overflow`` candidates in rank order. An overflow
+    candidate never reached keeps its ``max_items`` rejection; one reached and too big says
+    the token budget stopped it."""
     result = TrimResult()
     remaining = max_tokens
     needles = [n.lower() for n in needles if n]
-    for candidate in selected:
-        lines = candidate.text.split("\n")
-        extract = candidate.visibility == Visibility.SUMMARY_ONLY
-        kept = _important_lines(lines, needles) if extract else set(range(len(lines)))
-        text, ranges = _render(candidate, lines, kept)
-        cost = estimate_tokens(text) + ITEM_OVERHEAD
-        if cost > remaining and not extract:
-            if remaining - ITEM_OVERHEAD < MIN_USEFUL_TOKENS:
-                result.rejected.append(rejection(candidate, Stage.OVER_BUDGET, f"token budget ({max_tokens}) exhausted"))
-                continue
-            kept = _important_lines(lines, needles)
-            text, ranges = _render(candidate, lines, kept)
-            for index in range(len(lines)):
-                if index in kept:
-                    continue
-                trial_text, trial_ranges = _render(candidate, lines, kept | {index})
-                if estimate_tokens(trial_text) + ITEM_OVERHEAD > remaining:
-                    break
-                kept.add(index)
-                text, ranges = trial_text, trial_ranges
-            cost = estimate_tokens(text) + ITEM_OVERHEAD
-            if cost > remaining:
-                result.rejected.append(
-                    rejection(candidate, Stage.TRIMMED_AWAY, "even its anchor lines do not fit the remaining budget")
-                )
-                continue
-        elif cost > remaining:
-            result.rejected.append(rejection(candidate, Stage.OVER_BUDGET, f"token budget ({max_tokens}) exhausted"))
+    queue: list[tuple[Candidate, RejectedItem | None]] = [(c, None) for c in selected] + list(overflow)
+    for candidate, seatless in queue:
+        if seatless is not None and max_items is not None and len(result.fitted) >= max_items:
+            result.rejected.append(seatless)
             continue
-        remaining -= cost
-        result.estimated_tokens += cost
-        result.fitted.append(Fitted(candidate, text, ranges, extract, cost))
+        fitted, rejected = _fit_one(candidate, remaining, max_tokens, needles)
+        if rejected is not None:
+            result.rejected.append(rejected)
+            continue
+        assert fitted is not None
+        remaining -= fitted.tokens
+        result.estimated_tokens += fitted.tokens
+        result.fitted.append(fitted)
     return result
+
+
+def _fit_one(
+    candidate: Candidate, remaining: int, max_tokens: int, needles: list[str]
+) -> tuple[Fitted | None, RejectedItem | None]:
+    """The candidate as it fits into ``remaining`` tokens (whole, trimmed or as an extract), or
+    why it does not."""
+    lines = candidate.text.split("\n")
+    extract = candidate.visibility == Visibility.SUMMARY_ONLY
+    kept = _important_lines(lines, needles) if extract else set(range(len(lines)))
+    text, ranges = _render(candidate, lines, kept)
+    cost = estimate_tokens(text) + ITEM_OVERHEAD
+    if cost > remaining and not extract:
+        if remaining - ITEM_OVERHEAD < MIN_USEFUL_TOKENS:
+            return None, rejection(candidate, Stage.OVER_BUDGET, f"token budget ({max_tokens}) exhausted")
+        kept = _important_lines(lines, needles)
+        text, ranges = _render(candidate, lines, kept)
+        for index in range(len(lines)):
+            if index in kept:
+                continue
+            trial_text, trial_ranges = _render(candidate, lines, kept | {index})
+            if estimate_tokens(trial_text) + ITEM_OVERHEAD > remaining:
+                break
+            kept.add(index)
+            text, ranges = trial_text, trial_ranges
+        cost = estimate_tokens(text) + ITEM_OVERHEAD
+        if cost > remaining:
+            return None, rejection(candidate, Stage.TRIMMED_AWAY, "even its anchor lines do not fit the remaining budget")
+    elif cost > remaining:
+        return None, rejection(candidate, Stage.OVER_BUDGET, f"token budget ({max_tokens}) exhausted")
+    return Fitted(candidate, text, ranges, extract, cost), None

@@ -647,8 +647,24 @@ class VerifyReport(Contract):
         return not self.problems
 
 
+class LabelChange(Contract):
+    """One label of a drift item that differs between the frozen item and today's."""
+
+    field: Literal["source", "evidence-kind", "authority", "trust", "visibility"]
+    then: str
+    now: str
+
+
 class DriftItem(Contract):
-    """How one item compares between a frozen snapshot and today's search."""
+    """How one item compares between a frozen snapshot and today's search.
+
+    ``source_ref`` is today's reference for a matched item (the frozen one for ``removed``);
+    ``frozen_source_ref`` is set when the frozen reference differs (``shifted``, or
+    ``content-changed`` at a new range). Items are told apart by ``(branch, workspace_root,
+    source_ref)``: one source_ref can name lines in two workspace roots. Fields after
+    ``reason`` were added with ``shifted`` and ``relabelled``: drift runs recorded before them
+    load with their defaults.
+    """
 
     drift_class: DriftClass
     source_ref: str
@@ -658,9 +674,26 @@ class DriftItem(Contract):
     frozen_version: str | None = None
     today_version: str | None = None
     diff: str | None = None
+    """A unified diff of the visible text, set exactly when the text differs (never empty)."""
     stage_today: Stage | None = None
     reason: str | None = None
+    branch: str | None = None
+    workspace_root: str | None = None
+    """Where a workspace item's file lives; None for records (memories, events) and for a
+    frozen item whose index entry is gone."""
+    frozen_source_ref: str | None = None
+    frozen_citation: str | None = None
+    today_citation: str | None = None
+    label_changes: tuple[LabelChange, ...] = ()
+    changed_elsewhere: bool = False
+    """The source has another version today (a file edited outside the item's lines, a record
+    updated) while the item's own text is the same."""
 
+    def place(self) -> str | None:
+        """Branch and workspace root, for telling apart items that share a source_ref."""
+        if self.branch is None and self.workspace_root is None:
+            return None
+        return ":".join(part for part in (self.branch, self.workspace_root) if part)
 
 
 class DriftReport(Contract):
@@ -680,6 +713,11 @@ class DriftReport(Contract):
     index_changed: bool
     items: tuple[DriftItem, ...]
 
+    def spans_places(self) -> bool:
+        """Whether the items come from more than one branch or workspace root (then a
+        source_ref alone does not say which file an item is)."""
+        return len({item.place() for item in self.items if item.place() is not None}) > 1
+
     def counts(self) -> dict[str, int]:
         counts = {cls.value: 0 for cls in DriftClass}
         for item in self.items:
@@ -688,6 +726,10 @@ class DriftReport(Contract):
 
     def summary(self) -> str:
         parts = [f"{n} {name}" for name, n in self.counts().items() if n]
+        elsewhere = sum(item.changed_elsewhere for item in self.items)
+        # Only when there is one, so a run recorded before the flag keeps its stored summary.
+        also = f"; {elsewhere} with the source changed elsewhere" if elsewhere else ""
         changes = [name for name, flag in (("engine", self.engine_changed), ("config", self.config_changed),
                                              ("index", self.index_changed)) if flag]
-        return f"{', '.join(parts) or 'nothing selected'}; changed since snapshot: {', '.join(changes) or 'nothing'}"
+        return (f"{', '.join(parts) or 'nothing selected'}{also}; "
+                f"changed since snapshot: {', '.join(changes) or 'nothing'}")

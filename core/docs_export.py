@@ -6,9 +6,12 @@ while the committed files differ from what this writes.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -21,7 +24,7 @@ from scopelens.core.contracts import (
     VerifyReport,
 )
 from scopelens.core.record.findings import Finding
-from scopelens.core.vocab import ALL_VOCABULARIES
+from scopelens.core.vocab import ALL_VOCABULARIES, MEMBER_MEANINGS
 
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "retrieval-intent": RetrievalIntent,
@@ -44,8 +47,9 @@ def vocabulary_markdown() -> str:
         "",
     ]
     for enum in ALL_VOCABULARIES:
-        lines += [f"## {enum.__name__}", "", (enum.__doc__ or "").strip(), ""]
-        lines += [f"- `{member.value}`" for member in enum]
+        lines += [f"## {enum.__name__}", "", inspect.cleandoc(enum.__doc__ or ""), ""]
+        meanings: Mapping[Any, str] = MEMBER_MEANINGS.get(enum, {})
+        lines += [f"- `{member.value}`: {meanings[member]}" if member in meanings else f"- `{member.value}`" for member in enum]
         lines.append("")
     return "\n".join(lines)
 

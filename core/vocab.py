@@ -8,7 +8,9 @@ steps, rejection stages and why-not answers, so they are one enum, in pipeline o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 
 class Source(StrEnum):
@@ -156,13 +158,60 @@ class EventType(StrEnum):
 
 
 class DriftClass(StrEnum):
-    """How an item of a frozen snapshot compares with today's search."""
+    """How an item of a frozen snapshot compares with today's search.
+
+    A frozen item matched to an item of today gets one class: the first that applies of
+    ``relabelled``, ``content-changed``, ``shifted``, ``moved``, ``unchanged``. An item's
+    labels are its source, evidence kind, authority, trust and visibility. Every difference
+    is still recorded on the item (its diff, both ranges, both citation ids, each label
+    change), and ``changed_elsewhere`` says separately that the source has a new version
+    although the item's own text is the same (a file edited outside the item's lines). A
+    frozen item without a match is ``removed``; an item of today without one is ``added``.
+    Drift runs recorded before ``shifted`` and ``relabelled`` existed used ``moved`` and
+    ``content-changed`` more loosely; they still load as they were written.
+    """
 
     UNCHANGED = "unchanged"
     MOVED = "moved"
+    SHIFTED = "shifted"
     CONTENT_CHANGED = "content-changed"
+    RELABELLED = "relabelled"
     ADDED = "added"
     REMOVED = "removed"
+
+
+DRIFT_CLASS_MEANINGS: dict[DriftClass, str] = {
+    DriftClass.UNCHANGED: "the same text at the same range, with the same labels, rank and citation id",
+    DriftClass.MOVED: (
+        "the same text at the same range with the same labels, at another rank (or renumbered within "
+        "its kind, `code#2` → `code#3`, which follows from rank); never a change of lines or text"
+    ),
+    DriftClass.SHIFTED: (
+        "the same text at another line range of the same file (lines added or removed above it); "
+        "the item keeps both ranges"
+    ),
+    DriftClass.CONTENT_CHANGED: (
+        "the text the model would see for the item differs from the frozen text, at the same range or "
+        "a new one; always with a non-empty diff. An edit elsewhere in the file is not this: it is "
+        "`changed_elsewhere` on an item of another class"
+    ),
+    DriftClass.RELABELLED: (
+        "the item is labelled otherwise today: another source, evidence kind (so another citation "
+        "prefix, `doc#1` → `rule#1`), authority, trust or visibility; a diff too if its text changed"
+    ),
+    DriftClass.ADDED: "selected today, with no frozen item that matches it",
+    DriftClass.REMOVED: "selected then, not today; with the stage at which it now drops out and why",
+}
+"""One line per drift class, for the docs and the inspector's help."""
+
+DRIFT_CLASS_PRECEDENCE: tuple[DriftClass, ...] = (
+    DriftClass.RELABELLED,
+    DriftClass.CONTENT_CHANGED,
+    DriftClass.SHIFTED,
+    DriftClass.MOVED,
+    DriftClass.UNCHANGED,
+)
+"""For a matched item, the first of these that applies is its class."""
 
 
 class RedactionKind(StrEnum):
@@ -212,6 +261,9 @@ class Outcome(StrEnum):
     PREVENTED = "prevented"
     DETECTED = "detected"
 
+
+MEMBER_MEANINGS: dict[type[StrEnum], Mapping[Any, str]] = {DriftClass: DRIFT_CLASS_MEANINGS}
+"""Vocabularies whose members each carry a definition in ``docs/vocabulary.md``."""
 
 ALL_VOCABULARIES: tuple[type[StrEnum], ...] = (
     Source,

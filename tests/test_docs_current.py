@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from scopelens.core.docs_export import generated_files
-from scopelens.core.vocab import Stage
+from scopelens.core.vocab import DriftClass, Stage
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -29,3 +29,11 @@ def test_stage_vocabulary_is_listed_in_pipeline_order():
 def test_input_schemas_forbid_nothing_at_read_but_name_every_field():
     schema = json.loads((DOCS / "schema" / "retrieval-intent.schema.json").read_text())
     assert {"purpose", "question", "anchors", "required_evidence", "schema_version"} <= set(schema["properties"])
+
+
+def test_every_drift_class_is_defined_in_the_vocabulary():
+    text = (DOCS / "vocabulary.md").read_text(encoding="utf-8")
+    section = text[text.index("## DriftClass") : text.index("## RedactionKind")]
+    for drift_class in DriftClass:
+        line = next((ln for ln in section.splitlines() if ln.startswith(f"- `{drift_class.value}`")), "")
+        assert line.startswith(f"- `{drift_class.value}`: ") and len(line) > 40, drift_class

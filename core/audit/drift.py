@@ -1,11 +1,23 @@
 """Drift: re-run a snapshot's recorded plan, under its recorded scope and policy, against
 today's index, and classify every item.
 
-Classes: ``unchanged``; ``moved`` (same item, another rank); ``content-changed`` (the same
-source, a new version; with a unified diff of the visible text); ``added`` (selected today
-only); ``removed`` (selected then, not today; with the stage it now meets). Items are matched
-by source_ref first, then by path and symbol, so an edit that shifts a function's lines is
-``content-changed``, not removed-and-added.
+Each frozen item is matched to at most one item of today, then classified by what differs
+(the classes and their precedence are defined in ``core/vocab.py``, ``DriftClass``):
+``relabelled`` > ``content-changed`` > ``shifted`` > ``moved`` > ``unchanged``, plus ``added``
+and ``removed`` for what has no match. ``changed_elsewhere`` says apart from the class that the
+source has a new version while the item's own text is the same: a file's version is the whole
+file's hash, so an edit anywhere in it is not a change of every item in it.
+
+Items are located by ``(branch, workspace root, source_ref)``: with no root in the scope, one
+retrieval reads every root of the project, and a source_ref names lines in each. The branch,
+root and symbol of a workspace item come from its chunk in the index (the snapshot does not
+carry them); a frozen item whose chunk no longer matches it is matched by source_ref alone.
+
+Matching runs in passes, each over every frozen item before the next, so that a weak match
+never takes an item of today that a strong one needs: (1) the same place, source_ref and
+text; (2) the same place, path and text at another range (``shifted``); (3) the same place and
+source_ref, the text changed; (4) the same place, path and symbol at another range, the text
+changed. Passes 2 and 4 need a single candidate.
 
 The report also says whether the engine or its configuration changed since the snapshot
 (from what the snapshot pins), apart from the index. A drift run is recorded in
@@ -16,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -24,16 +36,24 @@ from sqlmodel import col, select
 
 from scopelens.core import ENGINE_VERSION
 from scopelens.core.clock import Clock, SystemClock, stored_time
-from scopelens.core.contracts import AuditSnapshot, DriftItem, DriftReport, RejectedItem, SnapshotItem
+from scopelens.core.contracts import (
+    AuditSnapshot,
+    DriftItem,
+    DriftReport,
+    LabelChange,
+    RejectedItem,
+    SnapshotItem,
+)
 from scopelens.core.errors import IntegrityError, UnknownIdError
 from scopelens.core.hashing import as_bytes, canonical_json, document_hash, sha256_hex
+from scopelens.core.index.chunks import fetch_chunks
 from scopelens.core.index.scorer import Scorer
 from scopelens.core.pipeline import rerank as rerank_module
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.retriever import bind_citations, current_pins, engine_config, run_pipeline
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import DriftRunRow
-from scopelens.core.vocab import DriftClass, Stage
+from scopelens.core.vocab import DRIFT_CLASS_PRECEDENCE, WORKSPACE_SOURCES, DriftClass, Stage
 
 
 @dataclass(frozen=True)
@@ -45,8 +65,61 @@ class DriftRunSummary:
     summary: str
 
 
-def _key(item: SnapshotItem | RejectedItem) -> tuple[str | None, str | None]:
-    return (item.path or item.source_ref, item.symbol)
+@dataclass(frozen=True)
+class _Place:
+    """Where an item's lines live: its branch and workspace root, and the chunk's symbol."""
+
+    branch: str | None
+    root: str | None
+    symbol: str | None
+
+
+_RECORD = _Place(None, None, None)
+"""The place of a record (a memory, an event, an artifact): one per source_ref."""
+
+Located = SnapshotItem | RejectedItem
+
+
+def _chunk_id(candidate_id: str) -> int | None:
+    prefix, _, number = candidate_id.partition(":")
+    return int(number) if prefix == "chunk" and number.isdigit() else None
+
+
+def locate(store: Store, items: Iterable[Located]) -> dict[str, _Place | None]:
+    """The place of each item, by candidate id; None when it cannot be known.
+
+    A workspace item's place is its chunk's. A frozen item's chunk id is trusted only while
+    that chunk is still the item's own lines of its own version: a store rebuilt without its
+    index reuses the ids for other chunks.
+    """
+    items = list(items)
+    chunk_ids = {item.candidate_id: n for item in items if (n := _chunk_id(item.candidate_id)) is not None}
+    chunks = fetch_chunks(store, chunk_ids.values())
+    places: dict[str, _Place | None] = {}
+    for item in items:
+        if item.candidate_id not in chunk_ids:
+            places[item.candidate_id] = _RECORD if item.source not in WORKSPACE_SOURCES else None
+            continue
+        chunk = chunks.get(chunk_ids[item.candidate_id])
+        own = chunk is not None and (chunk.path, chunk.start_line, chunk.end_line, chunk.content_hash) == (
+            item.path, item.line_start, item.line_end, item.source_version
+        )
+        places[item.candidate_id] = _Place(chunk.branch or None, chunk.root, chunk.symbol) if chunk and own else None
+    return places
+
+
+def _same_place(then: _Place | None, now: _Place | None) -> bool:
+    return then is None or now is None or (then.branch, then.root) == (now.branch, now.root)
+
+
+def _same_symbol(then: _Place | None, now: _Place | None) -> bool:
+    """Equal symbols (no symbol on both counts as equal); an unknown place agrees with any."""
+    return then is None or now is None or then.symbol == now.symbol
+
+
+def _compatible_symbol(then: _Place | None, now: _Place | None) -> bool:
+    """At one range: not two different named definitions."""
+    return then is None or now is None or then.symbol is None or now.symbol is None or then.symbol == now.symbol
 
 
 def _diff(then: SnapshotItem, now: SnapshotItem) -> str:
@@ -81,54 +154,147 @@ def recorded_policy(store: Store, snapshot: AuditSnapshot) -> Policy:
         ) from None
 
 
-def classify(frozen: AuditSnapshot, today: list[SnapshotItem], rejected_today: list[RejectedItem]) -> list[DriftItem]:
-    """Match frozen items to today's and classify each (frozen order, then additions)."""
-    by_ref = {item.source_ref: item for item in today}
-    unmatched_today = {item.source_ref: item for item in today}
+def _same_lines_same_text(then: SnapshotItem, at: _Place | None, now: SnapshotItem, now_at: _Place | None) -> bool:
+    return _same_place(at, now_at) and now.source_ref == then.source_ref and now.visible_text == then.visible_text
+
+
+def _other_lines_same_text(then: SnapshotItem, at: _Place | None, now: SnapshotItem, now_at: _Place | None) -> bool:
+    return (_same_place(at, now_at) and then.path is not None and now.path == then.path
+            and now.visible_text == then.visible_text)
+
+
+def _same_lines_new_text(then: SnapshotItem, at: _Place | None, now: SnapshotItem, now_at: _Place | None) -> bool:
+    return _same_place(at, now_at) and now.source_ref == then.source_ref and _compatible_symbol(at, now_at)
+
+
+def _same_symbol_new_lines(then: SnapshotItem, at: _Place | None, now: SnapshotItem, now_at: _Place | None) -> bool:
+    return _same_place(at, now_at) and then.path is not None and now.path == then.path and _same_symbol(at, now_at)
+
+
+Pass = Callable[[SnapshotItem, _Place | None, SnapshotItem, _Place | None], bool]
+_PASSES: tuple[tuple[Pass, bool], ...] = (
+    (_same_lines_same_text, False),
+    (_other_lines_same_text, True),
+    (_same_lines_new_text, False),
+    (_same_symbol_new_lines, True),
+)
+"""The matching passes, strongest first, each with whether it needs a single candidate."""
+
+
+def classify(
+    frozen: AuditSnapshot,
+    today: list[SnapshotItem],
+    rejected_today: list[RejectedItem],
+    places_then: dict[str, _Place | None] | None = None,
+    places_now: dict[str, _Place | None] | None = None,
+) -> list[DriftItem]:
+    """Match frozen items to today's and classify each (frozen order, then additions).
+
+    ``places_then`` and ``places_now`` come from :func:`locate`; without them every item's
+    place is unknown and items are matched by source_ref, path and text alone.
+    """
+    then_at = (places_then or {}).get
+    now_at = (places_now or {}).get
+    unmatched = sorted(today, key=lambda i: i.rank)
+    matches: dict[int, SnapshotItem] = {}
+    for test, single in _PASSES:
+        for index, then in enumerate(frozen.selected):
+            if index in matches:
+                continue
+            found = [n for n in unmatched if test(then, then_at(then.candidate_id), n, now_at(n.candidate_id))]
+            if found and (len(found) == 1 or not single):
+                matches[index] = found[0]
+                unmatched.remove(found[0])
     results: list[DriftItem] = []
-    pending: list[SnapshotItem] = []
-    for then in frozen.selected:
-        now = by_ref.get(then.source_ref)
-        if now is None:
-            pending.append(then)
+    for index, then in enumerate(frozen.selected):
+        if index in matches:
+            now = matches[index]
+            results.append(_compare(then, now, now_at(now.candidate_id) or then_at(then.candidate_id)))
             continue
-        unmatched_today.pop(now.source_ref, None)
-        results.append(_compare(then, now))
-    for then in pending:
-        same = [i for i in unmatched_today.values() if _key(i) == _key(then)]
-        if len(same) == 1:
-            now = same[0]
-            unmatched_today.pop(now.source_ref)
-            results.append(_compare(then, now))
-            continue
-        stage, reason = _now_rejected(then, rejected_today)
+        place = then_at(then.candidate_id)
+        stage, reason = _now_rejected(then, place, rejected_today, now_at)
         results.append(
             DriftItem(drift_class=DriftClass.REMOVED, source_ref=then.source_ref, path=then.path,
-                      frozen_rank=then.rank, frozen_version=then.source_version, stage_today=stage, reason=reason)
+                      frozen_rank=then.rank, frozen_version=then.source_version, stage_today=stage, reason=reason,
+                      frozen_citation=then.citation_id, **_where(place))
         )
-    for now in sorted(unmatched_today.values(), key=lambda i: i.rank):
+    for now in unmatched:
         results.append(
             DriftItem(drift_class=DriftClass.ADDED, source_ref=now.source_ref, path=now.path,
-                      today_rank=now.rank, today_version=now.source_version, reason="selected today only")
+                      today_rank=now.rank, today_version=now.source_version, reason="selected today only",
+                      today_citation=now.citation_id, **_where(now_at(now.candidate_id)))
         )
     return results
 
 
-def _compare(then: SnapshotItem, now: SnapshotItem) -> DriftItem:
-    common = {"source_ref": now.source_ref, "path": now.path, "frozen_rank": then.rank, "today_rank": now.rank,
-                  "frozen_version": then.source_version, "today_version": now.source_version}
-    if then.source_version != now.source_version or then.visible_text != now.visible_text:
-        return DriftItem(drift_class=DriftClass.CONTENT_CHANGED, diff=_diff(then, now),
-                         reason=f"was {then.source_ref}" if then.source_ref != now.source_ref else None, **common)
+def _where(place: _Place | None) -> dict[str, str | None]:
+    return {"branch": place.branch, "workspace_root": place.root} if place else {}
+
+
+_LABELS: tuple[tuple[str, str], ...] = (
+    ("source", "source"), ("evidence-kind", "evidence_kind"), ("authority", "authority"), ("trust", "trust"),
+    ("visibility", "visibility"),
+)
+
+
+def _compare(then: SnapshotItem, now: SnapshotItem, place: _Place | None) -> DriftItem:
+    """One matched pair: every difference recorded, the class by precedence (see DriftClass)."""
+    labels = tuple(
+        LabelChange(field=name, then=str(getattr(then, attr)), now=str(getattr(now, attr)))
+        for name, attr in _LABELS
+        if getattr(then, attr) != getattr(now, attr)
+    )
+    text_changed = then.visible_text != now.visible_text
+    lines_changed = then.source_ref != now.source_ref
+    applies = {
+        DriftClass.RELABELLED: bool(labels),
+        DriftClass.CONTENT_CHANGED: text_changed,
+        DriftClass.SHIFTED: lines_changed,
+        DriftClass.MOVED: then.rank != now.rank or then.citation_id != now.citation_id,
+        DriftClass.UNCHANGED: True,
+    }
+    drift_class = next(c for c in DRIFT_CLASS_PRECEDENCE if applies[c])
+    changed_elsewhere = not text_changed and then.source_version != now.source_version
+    notes = []
+    if then.citation_id != now.citation_id:
+        notes.append(f"{then.citation_id} -> {now.citation_id}")
+    notes += [f"{change.field} {change.then} -> {change.now}" for change in labels]
+    if text_changed and drift_class != DriftClass.CONTENT_CHANGED:
+        notes.append("text changed too (see the diff)")
+    if text_changed and then.source_version == now.source_version:
+        notes.append("same version of the source, shown otherwise (trimmed or projected)")
+    if lines_changed:
+        notes.append(_range_note(then, now))
     if then.rank != now.rank:
-        return DriftItem(drift_class=DriftClass.MOVED, reason=f"rank {then.rank} -> {now.rank}", **common)
-    return DriftItem(drift_class=DriftClass.UNCHANGED, **common)
+        notes.append(f"rank {then.rank} -> {now.rank}")
+    if changed_elsewhere:
+        notes.append("file changed outside these lines" if now.path and now.source in WORKSPACE_SOURCES
+                     else "record changed, not its text")
+    return DriftItem(
+        drift_class=drift_class, source_ref=now.source_ref, path=now.path, frozen_rank=then.rank, today_rank=now.rank,
+        frozen_version=then.source_version, today_version=now.source_version,
+        diff=_diff(then, now) if text_changed else None, reason="; ".join(notes) or None,
+        frozen_source_ref=then.source_ref if lines_changed else None,
+        frozen_citation=then.citation_id, today_citation=now.citation_id, label_changes=labels,
+        changed_elsewhere=changed_elsewhere, **_where(place),
+    )
 
 
-def _now_rejected(then: SnapshotItem, rejected_today: list[RejectedItem]) -> tuple[Stage, str]:
-    for rejected in rejected_today:
-        if rejected.source_ref == then.source_ref or _key(rejected) == _key(then):
-            return rejected.stage, rejected.reason
+def _range_note(then: SnapshotItem, now: SnapshotItem) -> str:
+    if then.path == now.path and None not in (then.line_start, then.line_end, now.line_start, now.line_end):
+        return f"lines {then.line_start}-{then.line_end} -> {now.line_start}-{now.line_end}"
+    return f"was {then.source_ref}"
+
+
+def _now_rejected(
+    then: SnapshotItem, place: _Place | None, rejected_today: list[RejectedItem],
+    now_at: Callable[[str], _Place | None],
+) -> tuple[Stage, str]:
+    """The stage a removed item meets today: its own source_ref's rejection first, then its file's."""
+    here = [r for r in rejected_today if _same_place(place, now_at(r.candidate_id))]
+    for rejected in (*[r for r in here if r.source_ref == then.source_ref],
+                     *[r for r in here if then.path is not None and r.path == then.path]):
+        return rejected.stage, rejected.reason
     return Stage.NOT_RECALLED, "not recalled by today's search (gone from the index or outranked)"
 
 
@@ -165,7 +331,8 @@ def compute_drift(
         engine_changed=frozen.pins.engine_version != ENGINE_VERSION,
         config_changed=frozen.pins.config_hash != document_hash(engine_config()),
         index_changed=frozen.pins.index_version != pins_now.index_version,
-        items=tuple(classify(frozen, today, outcome.rejected)),
+        items=tuple(classify(frozen, today, outcome.rejected, locate(store, frozen.selected),
+                             locate(store, [*today, *outcome.rejected]))),
     )
     if record and not store.read_only:
         body = canonical_json(report)

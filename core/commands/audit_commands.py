@@ -17,7 +17,7 @@ from scopelens.core.contracts import DriftReport
 from scopelens.core.errors import IntegrityError, InvalidInputError
 from scopelens.core.output import console, print_json, short
 from scopelens.core.store.store import Store, event_summary
-from scopelens.core.vocab import DriftClass, EventType
+from scopelens.core.vocab import EventType
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -153,15 +153,18 @@ def _print_drift(report: DriftReport) -> None:
     out.print(f"engine {'changed' if report.engine_changed else 'unchanged'} ({report.engine_then} -> {report.engine_now}), "
               f"config {'changed' if report.config_changed else 'unchanged'}, "
               f"index {'changed' if report.index_changed else 'unchanged'}")
+    # Items from several workspace roots (or branches) can share a source_ref: then say where.
+    places = report.spans_places()
     table = Table("class", "source_ref", "rank then", "rank now", "note")
     for item in report.items:
         note = item.reason or ""
         if item.stage_today:
             note = f"{item.stage_today.value}: {note}"
-        table.add_row(item.drift_class.value, item.source_ref, str(item.frozen_rank or "-"), str(item.today_rank or "-"), note)
+        ref = f"{item.place()}:{item.source_ref}" if places and item.place() else item.source_ref
+        table.add_row(item.drift_class.value, ref, str(item.frozen_rank or "-"), str(item.today_rank or "-"), note)
     out.print(table)
     for item in report.items:
-        if item.drift_class == DriftClass.CONTENT_CHANGED and item.diff:
+        if item.diff:  # set exactly when the text changed: content-changed, or relabelled with new text
             out.print(item.diff, markup=False, highlight=False)
     out.print(report.summary())
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from scopelens.core.clock import SequentialIds, SteppingClock
 from scopelens.core.contracts import MemoryRecord
 from scopelens.core.index.indexer import index_workspace
+from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.memory import seed_memories
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.retriever import Retriever
@@ -55,8 +56,10 @@ class Lab:
         write(root, files)
         return root
 
-    def index(self, root: Path, project: str, branch: str | None = None) -> None:
-        index_workspace(self.store, root, project=project, branch=branch, clock=self.clock)
+    def index(
+        self, root: Path, project: str, branch: str | None = None, classifier: SourceClassifier | None = None
+    ) -> None:
+        index_workspace(self.store, root, project=project, branch=branch, classifier=classifier, clock=self.clock)
 
     def remember(self, *records: MemoryRecord) -> None:
         """Memories as a test's world holds them, statuses included (not a user's import)."""

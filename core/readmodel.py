@@ -37,8 +37,9 @@ from scopelens.core.contracts import (
     TrimRange,
 )
 
-# DriftReport, DriftRunSummary and WhyNotAnswer are frozen results the UI shows as they are: it
-# imports them from here (re-exported), never from the audit modules.
+# DriftReport (with its DriftItems), DriftRunSummary and WhyNotAnswer are frozen results the UI
+# shows as they are: it imports them from here (re-exported), never from the audit modules.
+from scopelens.core.contracts import DriftItem as DriftItem
 from scopelens.core.contracts import DriftReport as DriftReport
 from scopelens.core.errors import ScopelensError, StoreNotWritableError, UnknownIdError
 from scopelens.core.hashing import sha256_hex, text_hash

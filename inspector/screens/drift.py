@@ -10,8 +10,8 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
-from scopelens.core.readmodel import DriftReport, DriftRunSummary
-from scopelens.core.vocab import DriftClass
+from scopelens.core.readmodel import DriftItem, DriftReport, DriftRunSummary
+from scopelens.core.vocab import DRIFT_CLASS_MEANINGS, DriftClass
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable
@@ -20,14 +20,18 @@ from scopelens.inspector.widgets.footer import KeysFooter
 CLASS_MARK = {
     DriftClass.UNCHANGED: "=",
     DriftClass.MOVED: "↕",
+    DriftClass.SHIFTED: "~",
     DriftClass.CONTENT_CHANGED: "Δ",
+    DriftClass.RELABELLED: "#",
     DriftClass.ADDED: "+",
     DriftClass.REMOVED: "−",
 }
 CLASS_STYLE = {
     DriftClass.UNCHANGED: "",
     DriftClass.MOVED: "cyan",
+    DriftClass.SHIFTED: "cyan",
     DriftClass.CONTENT_CHANGED: "bold yellow",
+    DriftClass.RELABELLED: "bold magenta",
     DriftClass.ADDED: "bold green",
     DriftClass.REMOVED: "bold red",
 }
@@ -54,7 +58,7 @@ SESSION_COLUMNS = (
 
 
 class DriftScreen(InspectorScreen):
-    """Run drift in a worker; list past runs; a content-changed item opens its diff."""
+    """Run drift in a worker; list past runs; an item whose text changed opens its diff."""
 
     SCOPE = "drift"
     PROBLEM_TARGET = "drift-status"
@@ -143,14 +147,13 @@ class DriftScreen(InspectorScreen):
         )
         table = self.query_one("#drift-table", DataTable)
         table.clear()
+        places = report.spans_places()
         for index, item in enumerate(report.items):
-            note_text = item.reason or ""
-            if item.stage_today:
-                note_text = f"now {item.stage_today.value}: {note_text}"
             style = CLASS_STYLE[item.drift_class]
             table.add_row(Text(CLASS_MARK[item.drift_class], style=style), Text(item.drift_class.value, style=style),
                           f"#{item.frozen_rank}" if item.frozen_rank else "-",
-                          f"#{item.today_rank}" if item.today_rank else "-", item.source_ref, note_text, key=str(index))
+                          f"#{item.today_rank}" if item.today_rank else "-", qualified_ref(item, places), item_note(item),
+                          key=str(index))
         self.query_one("#drift-status", Static).update(f"{report.id} ({note}) · {report.summary()}")
         # Land on the first item that drifted: that is what a person opened this screen for.
         first_change = next((i for i, item in enumerate(report.items) if item.drift_class != DriftClass.UNCHANGED), 0)
@@ -173,10 +176,12 @@ class DriftScreen(InspectorScreen):
             return
         row = self.query_one("#drift-table", DataTable).cursor_row
         item = self.report.items[min(row, len(self.report.items) - 1)]
-        if item.drift_class == DriftClass.CONTENT_CHANGED and item.diff:
+        if item.diff:  # set exactly when the text changed
             diff.update(colored_diff(item.diff))
         else:
-            diff.update(f"{item.drift_class.value}: {item.source_ref}\n{item.reason or ''}")
+            ref = qualified_ref(item, self.report.spans_places())
+            meaning = DRIFT_CLASS_MEANINGS[item.drift_class].replace("`", "")
+            diff.update(f"{item.drift_class.value}: {ref}\n{item_note(item)}\n\n{meaning}")
 
     def action_show_diff(self) -> None:
         self._show_diff()
@@ -247,6 +252,19 @@ class SessionDriftScreen(InspectorScreen):
         snapshot_id = self.query_one(FittedTable).cursor_key()
         if snapshot_id is not None:
             self.app.push_screen(DriftScreen(snapshot_id))
+
+
+def item_note(item: DriftItem) -> str:
+    """What differs besides the class: ranges, rank, labels, a file changed elsewhere, or the
+    stage a removed item now meets."""
+    text = item.reason or ""
+    return f"now {item.stage_today.value}: {text}" if item.stage_today else text
+
+
+def qualified_ref(item: DriftItem, places: bool) -> str:
+    """The item's source_ref, after its branch and root when the report spans several."""
+    place = item.place() if places else None
+    return f"{place}:{item.source_ref}" if place else item.source_ref
 
 
 def colored_diff(diff: str) -> Content:

@@ -71,6 +71,22 @@ def chunk_text(
     return None if text is None else str(text)
 
 
+def chunks_of(store: Store, *, project: str, path: str, content_hash: str) -> list[tuple[int, int, str]]:
+    """The chunks of one version of a file: (start line, end line, stored text), in order."""
+    with store.read() as conn:
+        rows = conn.execute(
+            select(col(IndexChunkRow.start_line), col(IndexChunkRow.end_line), col(IndexChunkRow.text))
+            .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
+            .where(
+                col(IndexDocumentRow.project) == project,
+                col(IndexDocumentRow.path) == path,
+                col(IndexDocumentRow.content_hash) == content_hash,
+            )
+            .order_by(col(IndexChunkRow.start_line), col(IndexChunkRow.id))
+        ).all()
+    return [(int(start), int(end), str(text)) for start, end, text in rows]
+
+
 def chunk_project(store: Store, chunk_id: int) -> str | None:
     """The project an indexed chunk belongs to."""
     with store.read() as conn:

@@ -382,17 +382,19 @@ def drift_findings(store: Store, snapshots: Iterable[AuditSnapshot], ctx: Findin
             change = _change_since(store, snapshot, item)
             if change is None:
                 continue
-            what, drift_class = change
+            what, drift_says = change
+            seen = ("the same lines in another version of the file" if drift_says.startswith(DriftClass.UNCHANGED)
+                    else "other evidence")
             ctx.add(ctx.make(
                 FindingKind.REPLAY_DRIFT, Outcome.DETECTED, snapshot.turn,
                 f"[{item.citation_id}] {what} since this snapshot: a replay that re-searched today would see "
-                f"other evidence; replay reads the frozen snapshot, and drift reports it as {drift_class}",
+                f"{seen}; replay reads the frozen snapshot, and drift reports it as {drift_says}",
                 snapshot_id=snapshot.id, source_ref=item.source_ref, citation_id=item.citation_id,
             ))
 
 
 def _change_since(store: Store, snapshot: AuditSnapshot, item: SnapshotItem) -> tuple[str, str] | None:
-    """How a selected item changed since the snapshot, and the drift class that names it."""
+    """How a selected item changed since the snapshot, and what drift says of it."""
     if item.path and item.source in WORKSPACE_SOURCES:
         versions = _versions(store, snapshot, item.path)
         shown = [v for v in versions if v.content_hash == item.source_version]
@@ -403,10 +405,7 @@ def _change_since(store: Store, snapshot: AuditSnapshot, item: SnapshotItem) -> 
         live = [v for v in versions if v.valid_to is None]
         if not live:
             return "was removed", DriftClass.REMOVED.value
-        return (
-            f"changed (live version {live[-1].content_hash[:12]}, shown {item.source_version[:12]})",
-            DriftClass.CONTENT_CHANGED.value,
-        )
+        return _file_change(store, snapshot, item, live[-1].content_hash)
     if item.source == Source.MEMORY:
         found = facts.memory_record(store, item.source_ref.removeprefix("memory:"))
         if found is None:
@@ -414,6 +413,32 @@ def _change_since(store: Store, snapshot: AuditSnapshot, item: SnapshotItem) -> 
         if found[1] != item.source_version:
             return f"memory is now {found[0].status.value} (its stored version changed)", DriftClass.CONTENT_CHANGED.value
     return None
+
+
+def _file_change(store: Store, snapshot: AuditSnapshot, item: SnapshotItem, live_hash: str) -> tuple[str, str]:
+    """A file with a new version: whether the item's own lines changed, as drift tells it.
+
+    A version is the whole file's hash, so an edit outside the item's lines leaves its text
+    as shown (drift: ``changed_elsewhere``), or at another range (drift: ``shifted``).
+    """
+    versions = f"live version {live_hash[:12]}, shown {item.source_version[:12]}"
+    changed = (f"changed ({versions})", DriftClass.CONTENT_CHANGED.value)
+    if item.path is None or item.line_start is None or item.line_end is None:
+        return changed
+    project = snapshot.scope.project
+    shown = facts.chunk_text(store, project=project, path=item.path, content_hash=item.source_version,
+                             start_line=item.line_start, end_line=item.line_end)
+    if shown is None:
+        return changed
+    live = facts.chunks_of(store, project=project, path=item.path, content_hash=live_hash)
+    if (item.line_start, item.line_end, shown) in live:
+        return (f"had its file changed outside lines {item.line_start}-{item.line_end}, whose text is as shown "
+                f"({versions})", f"{DriftClass.UNCHANGED.value} with changed_elsewhere")
+    same_text = [(start, end) for start, end, text in live if text == shown]
+    if len(same_text) == 1:
+        start, end = same_text[0]
+        return (f"moved to lines {start}-{end} with the same text ({versions})", DriftClass.SHIFTED.value)
+    return changed
 
 
 # --------------------------------------------------------------------------- replies

@@ -132,6 +132,19 @@ def test_each_scenario_produces_the_findings_it_was_built_to_show(all_samples, s
     assert [e.describe() for e in result.unmet] == []
 
 
+def test_replay_drift_says_what_drift_reports_of_the_item_not_of_its_file(all_samples):
+    """The limiter's BURST_CAPACITY line changed, outside the cited class's lines 12-28: the
+    finding used to say drift reports the class as content-changed (drift says unchanged,
+    with changed_elsewhere); the decision's own text changed, and that is content-changed."""
+    _db, results = all_samples
+    drifted = {f.source_ref: f.explanation for f in results["limiter-replay-drift"].findings
+               if f.kind == FindingKind.REPLAY_DRIFT}
+    limiter = drifted["gateway/limiter.py:12-28"]
+    assert "outside lines 12-28" in limiter and limiter.endswith("drift reports it as unchanged with changed_elsewhere")
+    assert "would see the same lines" in limiter
+    assert drifted["docs/decisions/0003-burst-capacity.md:1-6"].endswith("drift reports it as content-changed")
+
+
 def test_the_samples_store_verifies_clean(all_samples):
     db, _results = all_samples
     with Store.open(db, read_only=True) as store:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -551,6 +552,17 @@ class Event(UtcModel):
     created_at: datetime
     payload: dict[str, Any]
     prev_hash: str
+
+
+def turn_count(turns: Iterable[int]) -> int:
+    """How many turns a session has, from its events' turn numbers: the number of its last turn.
+
+    The one definition everywhere (sessions list, timeline, replay): turns are numbered from 1,
+    each user message opens the next; turn 0 holds the session's setup (``session.started``,
+    tools run before the first message) and is not a turn. The store keeps this number as the
+    session head's ``last_turn`` (checked by verify).
+    """
+    return max((t for t in turns if t > 0), default=0)
 
 
 class SessionHeader(UtcModel):

@@ -41,6 +41,7 @@ from scopelens.core.contracts import (
 # shows as they are: it imports them from here (re-exported), never from the audit modules.
 from scopelens.core.contracts import DriftItem as DriftItem
 from scopelens.core.contracts import DriftReport as DriftReport
+from scopelens.core.contracts import turn_count as turn_count
 from scopelens.core.errors import ScopelensError, StoreNotWritableError, UnknownIdError
 from scopelens.core.hashing import sha256_hex, text_hash
 from scopelens.core.store.engine import display_url

@@ -34,6 +34,7 @@ from scopelens.core.contracts import (
     SessionHeader,
     SessionStartedPayload,
     SnapshotCreatedPayload,
+    turn_count,
 )
 from scopelens.core.errors import (
     ImmutableRecordError,
@@ -444,7 +445,7 @@ class Store:
             .values(
                 head_seq=event.seq,
                 head_hash=event_hash,
-                last_turn=max(head.last_turn, turn),
+                last_turn=turn_count((head.last_turn, turn)),
                 snapshot_count=head.snapshot_count
                 + (1 if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED else 0),
                 updated_at=stored_time(event.created_at),

@@ -8,7 +8,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
-from scopelens.core.readmodel import EventView, SessionView, TurnView, VerifyStatus
+from scopelens.core.readmodel import EventView, SessionView, TurnView, VerifyStatus, turn_count
 from scopelens.core.vocab import EventType
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
@@ -95,7 +95,7 @@ class TimelineScreen(InspectorScreen):
                 self.rows.append((turn.turn, event.seq))
         problems = "; ".join(message.status.problems[:2])
         self.query_one("#timeline-status", Static).update(
-            f"{len(self.turns)} turns · {len(self.rows)} events · verify {message.status.state}"
+            f"{turn_count(t.turn for t in self.turns)} turns · {len(self.rows)} events · verify {message.status.state}"
             + (f": {problems}" if problems else "")
         )
         self._show_detail()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from scopelens.core import __version__
 from scopelens.core.commands import COMMAND_MODULES
-from scopelens.core.errors import ScopelensError
+from scopelens.core.errors import ScopelensError, StoreUnavailableError
 
 DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
 
@@ -51,19 +51,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = getattr(args, "debug", False)
+    defaulted = getattr(args, "db", None) is None and not os.environ.get("SCOPELENS_DB")
     args.db = store_url(getattr(args, "db", None))
     try:
         return int(args.run(args) or 0)
     except ScopelensError as exc:
         if debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        hint = _demo_hint() if defaulted and isinstance(exc, StoreUnavailableError) else ""
+        print(f"error: {exc}{hint}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _demo_hint() -> str:
+    """After `scopelens demo`, the next command has no local store: say exactly how to reach the demo's."""
+    from scopelens.core.record.demo import DEMO_DB, data_dir
+
+    demo = data_dir() / DEMO_DB
+    if DEFAULT_STORE.exists() or not demo.exists():
+        return ""
+    return f"; the demo store is {demo}: pass --db {demo}, or export SCOPELENS_DB={demo}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,6 +19,16 @@ def console() -> Console:
     return Console(highlight=False, soft_wrap=False, width=200, color_system=None)
 
 
+def progress_console() -> Console:
+    """Where progress bars go: stderr, so stdout holds only the result (no stray blank line)."""
+    return Console(stderr=True, highlight=False)
+
+
+def shows_progress(as_json: bool = False) -> bool:
+    """Progress is drawn only for a person watching a terminal, never beside JSON."""
+    return not as_json and sys.stderr.isatty()
+
+
 def print_json(kind: str, data: dict[str, Any]) -> None:
     """Print one JSON document with ``schema_version`` and ``kind`` first."""
     document = {"schema_version": SCHEMA_VERSION, "kind": kind, **data}

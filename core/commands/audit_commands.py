@@ -15,7 +15,7 @@ from scopelens.core.audit.replay import ReplayedTurn, replay_session
 from scopelens.core.audit.whynot import QUERY_KINDS, QueryKind, why_not
 from scopelens.core.contracts import DriftReport
 from scopelens.core.errors import IntegrityError, InvalidInputError
-from scopelens.core.output import console, print_json, short
+from scopelens.core.output import console, print_json, progress_console, short, shows_progress
 from scopelens.core.store.store import Store, event_summary
 from scopelens.core.vocab import EventType
 
@@ -133,8 +133,8 @@ def run_drift(args: argparse.Namespace) -> int:
         if args.snapshot:
             reports = [compute_drift(store, args.snapshot)]
         else:
-            with Progress(TextColumn("drift"), BarColumn(), MofNCompleteColumn(), console=console(),
-                          transient=True, disable=args.json) as bar:
+            with Progress(TextColumn("drift"), BarColumn(), MofNCompleteColumn(), console=progress_console(),
+                          transient=True, disable=not shows_progress(args.json)) as bar:
                 task = bar.add_task("", total=None)
                 reports = drift_session(store, args.session,
                                         progress=lambda done, total: bar.update(task, completed=done, total=total))

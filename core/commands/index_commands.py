@@ -20,7 +20,7 @@ from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.index.walker import git_branch
-from scopelens.core.output import console, print_json
+from scopelens.core.output import console, print_json, progress_console, shows_progress
 from scopelens.core.pipeline.policy import find_policy
 from scopelens.core.store.store import Store
 from scopelens.core.vocab import Source
@@ -78,7 +78,7 @@ def run_index(args: argparse.Namespace) -> int:
         else:
             with Progress(
                 TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                console=console(), transient=True,
+                console=progress_console(), transient=True, disable=not shows_progress(),
             ) as bar:
                 task = bar.add_task("", total=None)
                 report = run(store, lambda done, total, path: bar.update(

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from scopelens.core.errors import InvalidInputError
 from scopelens.core.output import print_json
 from scopelens.core.record.recorder import RecordResult
 from scopelens.core.store.store import Store
@@ -29,6 +30,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     demo.add_argument("--no-ui", action="store_true", help="build it and print a summary instead of opening the inspector")
     demo.add_argument("--rebuild", action="store_true", help="rebuild the store even if the samples did not change")
+    demo.add_argument("--json", action="store_true", help="with --no-ui: print the store's path, head and findings as JSON")
     demo.set_defaults(run=run_demo)
 
 
@@ -82,7 +84,14 @@ def run_demo(args: argparse.Namespace) -> int:
     from scopelens.core.commands import inspect_commands
     from scopelens.core.record.demo import ensure_demo_store
 
+    if args.json and not args.no_ui:
+        raise InvalidInputError("demo --json prints instead of opening the inspector: give --no-ui too")
     demo = ensure_demo_store(rebuild=args.rebuild)
+    if args.json:
+        print_json("demo", {"store": str(demo.path), "rebuilt": demo.rebuilt, "reason": demo.reason, **{
+            key: demo.stamp.get(key) for key in ("store_head", "events", "engine_version", "scenarios")
+        }})
+        return 0
     print_demo_summary(demo.path, demo.rebuilt, demo.reason, demo.stamp)
     if args.no_ui:
         return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -29,6 +30,12 @@ def test_demo_no_ui_on_a_clean_home_builds_then_reuses(capsys):
     assert "reused" in second
     assert (directory / DEMO_DB).stat().st_mtime_ns == built
     assert first.splitlines()[1] == second.splitlines()[1]  # same store head
+
+    assert main(["demo", "--no-ui", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["kind"] == "demo" and document["store"] == str(directory / DEMO_DB) and not document["rebuilt"]
+    assert document["store_head"] in first and len(document["scenarios"]) == 4
+    assert main(["demo", "--json"]) == 2  # JSON instead of the UI needs --no-ui
 
 
 def test_demo_without_no_ui_opens_the_inspector_on_the_demo_store(capsys, monkeypatch, tmp_path):

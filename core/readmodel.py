@@ -150,6 +150,11 @@ class CandidateRow:
     citation_id: str | None
     scores: dict[str, float | None]
 
+    @property
+    def number(self) -> int:
+        """The row's number as lists show it, from 1 (``ordinal`` is the stored, 0-based key)."""
+        return self.ordinal + 1
+
 
 @dataclass(frozen=True)
 class FunnelView:

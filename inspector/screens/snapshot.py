@@ -278,7 +278,7 @@ class SnapshotScreen(InspectorScreen):
                 return "-" if value is None else f"{value:.2f}"
 
             source = row.source_ref + (" (probe)" if row.from_probe else "")
-            table.add_row(str(row.ordinal), row.stage.value, source, fmt("final"), fmt("lexical"), fmt("anchor"),
+            table.add_row(str(row.number), row.stage.value, source, fmt("final"), fmt("lexical"), fmt("anchor"),
                           fmt("authority"), fmt("recency"), row.reason, key=str(row.ordinal))
         more = " · m: more" if self.paging.next_after else ""
         arrow = "↓" if self.descending else "↑"
@@ -299,7 +299,7 @@ class SnapshotScreen(InspectorScreen):
             f"{SCORE_NAMES.get(name, name)} {row.scores[name]:.2f}"
             for name in ("final", *(n for n in row.scores if n != "final")) if row.scores.get(name) is not None
         )
-        detail.update(f"#{row.ordinal} {row.source_ref} · {row.stage.value}: {row.reason}\n{scores or 'not scored'}")
+        detail.update(f"#{row.number} {row.source_ref} · {row.stage.value}: {row.reason}\n{scores or 'not scored'}")
 
     # ------------------------------------------------------------------ interaction
 

@@ -47,3 +47,19 @@ async def test_every_screen_and_command_counts_the_same_turns(sample_store, caps
             assert status.startswith(f"{n} turns ·"), status
             app.pop_screen()
             await settle(pilot)
+
+
+async def test_candidate_rows_are_numbered_from_one(sample_store):
+    from scopelens.inspector.screens.snapshot import SnapshotScreen
+    from tests.inspector.conftest import first_snapshot_of
+
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(SnapshotScreen(first_snapshot_of(sample_store)))
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        table = app.screen.query_one("#candidate-table", DataTable)
+        first_key = next(iter(table.rows))
+        assert str(table.get_row(first_key)[0]) == "1"

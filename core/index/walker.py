@@ -163,14 +163,30 @@ def git_state(root: Path) -> tuple[str | None, bool | None]:
 
     ``dirty`` covers the root's subtree only, untracked files included. A repository with no
     commit yet gives (None, dirty). Never raises.
+
+    Only a *tracked* directory gets a commit: the work tree's top, or a directory holding at
+    least one file git tracks. A git-ignored directory inside a repository (a virtualenv, a
+    package installed into one, ``vendor/``) or a new untracked one gives (None, None): the
+    enclosing repository's HEAD says nothing about its files, and its status would call them
+    clean.
     """
-    inside = _git(root, "rev-parse", "--is-inside-work-tree")
-    if inside is None or inside.strip() != "true":
+    inside = _git(root, "rev-parse", "--is-inside-work-tree", "--show-prefix")
+    lines = (inside or "").splitlines()
+    if not lines or lines[0].strip() != "true":
+        return None, None
+    prefix = lines[1].strip() if len(lines) > 1 else ""
+    if prefix and not _tracks_anything(root):
         return None, None
     status = _git(root, "status", "--porcelain", "--untracked-files=normal", "--", ".")
     head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     dirty = None if status is None else bool(status.strip())
     return (head.strip() or None) if head else None, dirty
+
+
+def _tracks_anything(root: Path) -> bool:
+    """Whether git tracks (has in its index) at least one file under ``root``."""
+    listed = _git(root, "ls-files", "-z", "--cached", "--", ".")
+    return bool(listed)
 
 
 def git_branch(root: Path) -> str | None:

@@ -269,6 +269,47 @@ def test_git_state_without_commits(root: Path) -> None:
     assert git_state(root) == (None, False)
 
 
+@needs_git
+def test_git_state_of_an_ignored_or_untracked_directory_is_none(root: Path) -> None:
+    """HEAD says nothing about a directory git does not track: a git-ignored virtualenv, a
+    package installed into it, a new untracked directory. No commit, no dirty flag for them."""
+    git(root, "init", "-q")
+    write(root, ".gitignore", ".venv/\n")
+    write(root, "app.py")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    head = git(root, "rev-parse", "HEAD")
+    write(root, ".venv/lib/python3.12/site-packages/textual/app.py")
+    write(root, "env/.gitignore", "*\n")  # what `python -m venv env` writes since 3.13
+    write(root, "env/lib/site.py")
+    write(root, "scratch/notes.md")
+    assert git_state(root / ".venv" / "lib" / "python3.12" / "site-packages" / "textual") == (None, None)
+    assert git_state(root / ".venv") == (None, None)
+    assert git_state(root / "env") == (None, None)
+    assert git_state(root / "scratch") == (None, None)
+    assert git_state(root) == (head, True)  # scratch/ is untracked: the work tree is dirty
+    git(root, "add", "scratch")
+    assert git_state(root / "scratch") == (head, True)  # tracked now (staged, not yet committed)
+
+
+@needs_git
+def test_an_index_of_an_ignored_directory_records_no_commit(root: Path, store_url: str) -> None:
+    from scopelens.core.index.indexer import index_workspace
+    from scopelens.core.store.store import Store
+
+    git(root, "init", "-q")
+    write(root, ".gitignore", "vendor/\n")
+    write(root, "app.py")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    write(root, "vendor/textual/app.py", "class App:\n    pass\n")
+    with Store.open(store_url, create=True) as store:
+        vendored = index_workspace(store, root / "vendor" / "textual", project="textual", branch="main")
+        own = index_workspace(store, root, project="own", branch="main")
+    assert (vendored.git_commit, vendored.git_dirty) == (None, None)
+    assert (own.git_commit, own.git_dirty) == (git(root, "rev-parse", "HEAD"), False)
+
+
 def test_git_state_outside_a_repo(tmp_path: Path) -> None:
     lonely = tmp_path / "not-a-repo"
     lonely.mkdir()

@@ -23,7 +23,7 @@ import unicodedata
 from functools import lru_cache
 from itertools import chain
 
-_CJK = (
+CJK_RANGES = (
     "\u1100-\u11ff"  # Hangul Jamo
     "\u3005-\u3007"  # 々 〆 〇
     "\u3041-\u3096\u309d-\u309f"  # Hiragana
@@ -34,9 +34,13 @@ _CJK = (
     "\uac00-\ud7af"  # Hangul syllables
     "\U00020000-\U0003134f"  # Han extensions B and later
 )
-_WORD = rf"[^\W{_CJK}]"  # a word character that is not CJK
+"""The one table of CJK characters (Han, Kana, Hangul): the tokenizer makes bigrams of their
+runs, the planner keeps a CJK word however short, and the token estimate counts each as a
+token (``pipeline/trim.py``)."""
+CJK_CHAR = re.compile(f"[{CJK_RANGES}]")
+_WORD = rf"[^\W{CJK_RANGES}]"  # a word character that is not CJK
 _JOIN = r"(?:::|[./\-])"
-_CHUNK = re.compile(rf"([{_CJK}]+)|({_WORD}+(?:{_JOIN}{_WORD}+)*)")
+_CHUNK = re.compile(rf"([{CJK_RANGES}]+)|({_WORD}+(?:{_JOIN}{_WORD}+)*)")
 """A CJK run, or a word possibly joined into a compound by ``::``, ``/``, ``.`` or ``-``."""
 _ASCII_CHUNK = re.compile(rf"[A-Za-z0-9_]+(?:{_JOIN}[A-Za-z0-9_]+)*")
 """``_CHUNK`` for ASCII text, where it is more than twice as fast."""
@@ -74,6 +78,13 @@ def tokenize(text: str) -> list[str]:
     for cjk, word in _CHUNK.findall(text):
         extend(_expand(word) if word else _bigrams(cjk))
     return out
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK character once NFKC-normalised, as the tokenizer sees it."""
+    if text.isascii():
+        return False
+    return CJK_CHAR.search(unicodedata.normalize("NFKC", text)) is not None
 
 
 def unique_terms(text: str) -> list[str]:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from scopelens.core.contracts import RetrievalIntent, RetrievalPlan, RetrievalScope, SubQuery, WeightedTerm
-from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.index.tokenizer import has_cjk, tokenize
 from scopelens.core.vocab import Authority, EvidenceKind, Purpose, Source, SubQueryIntent
 
 TERM_WEIGHTS: dict[str, float] = {
@@ -47,6 +47,8 @@ STOPWORDS = frozenset(
 
 
 PATH_KINDS = frozenset({"anchor", "path", "test-id"})
+MIN_PROSE_CHARS = 2
+"""A prose word needs more characters than this to count, unless it is CJK."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,9 @@ def extract_handles(text: str) -> list[Handle]:
     for match in IDENTIFIER.finditer(text):
         add(match.group(1), "identifier")
     for word in re.findall(r"[^\W_]+", text):
-        if len(word) > 2 and word.lower() not in STOPWORDS and not word.isdigit():
+        # Short Latin words ("is", "to", "ok") carry little; a two-character CJK or Korean
+        # word (認証, 캐시) is a whole word, so the length filter skips those.
+        if (len(word) > MIN_PROSE_CHARS or has_cjk(word)) and word.lower() not in STOPWORDS and not word.isdigit():
             add(word, "prose")
     return found
 

@@ -1,8 +1,9 @@
 """Budget trimming: fit the packed items into the token budget, keeping anchor lines.
 
-* **Token estimate.** Each CJK character counts as one token; other text as one token per
-  four characters (rounded up), per line. Every item also costs ``ITEM_OVERHEAD`` tokens
-  for its header and fences.
+* **Token estimate.** Each CJK character (Han, Kana, Hangul: the tokenizer's table,
+  ``CJK_RANGES``, the only one) counts as one token; other text as one token per four
+  characters (rounded up), per line. Every item also costs ``ITEM_OVERHEAD`` tokens for its
+  header and fences.
 * **Trimming.** An item that does not fit whole keeps, in order of priority, its first line
   (heading or signature), the lines that hit an anchor or a strong query term (with one line
   of context), then lines from the top, until it fits. Each removed run is recorded as a
@@ -21,16 +22,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scopelens.core.contracts import Candidate, RejectedItem, TrimRange
+from scopelens.core.index.tokenizer import CJK_CHAR
 from scopelens.core.pipeline.boundary import rejection
 from scopelens.core.vocab import Stage, Visibility
 
 ITEM_OVERHEAD = 24
 MIN_USEFUL_TOKENS = 16
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f]")
 
 
 def estimate_tokens(text: str) -> int:
-    cjk = len(CJK.findall(text))
+    """One token per CJK character (the tokenizer's table), one per four other characters."""
+    cjk = len(CJK_CHAR.findall(text))
     return cjk + math.ceil((len(text) - cjk) / 4)
 
 

@@ -4,6 +4,7 @@ that used to be swallowed (a bad ignore line, a missing artifact, a failing drif
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -21,8 +22,11 @@ from scopelens.core.contracts import (
 )
 from scopelens.core.errors import IntegrityError
 from scopelens.core.index.scorer import _prefix_ranges
+from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.index.walker import walk_workspace
 from scopelens.core.pathmatch import under_any, under_prefix
+from scopelens.core.pipeline.planner import weighted_terms
+from scopelens.core.pipeline.trim import estimate_tokens
 from scopelens.core.vocab import EventType, Purpose
 from tests.support.workspaces import AUTH_FILES, Lab
 
@@ -94,3 +98,26 @@ def test_a_missing_artifact_fails_the_retrieval_instead_of_being_skipped(tmp_pat
     with sqlite3.connect(tmp_path / "lab.db") as conn:
         assert conn.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
 
+
+
+CJK_NEIGHBOURHOODS = (
+    (0x1000, 0x1300), (0x2E80, 0xA000), (0xA960, 0xA980), (0xAC00, 0xD800), (0xF900, 0xFB00), (0xFF00, 0xFFF0),
+    (0x1B000, 0x1B170), (0x20000, 0x20080), (0x2A6D0, 0x2A720), (0x31340, 0x31360),
+)
+"""The CJK blocks and what borders them."""
+
+
+def test_one_cjk_table_for_the_tokenizer_the_planner_and_the_token_estimate():
+    """A character the tokenizer bigrams as CJK is one token to the trimmer's estimate and a
+    word of its own to the planner, however short; any other character is neither."""
+    disagree = []
+    for code in (c for lo, hi in CJK_NEIGHBOURHOODS for c in range(lo, hi)):
+        ch = chr(code)
+        if unicodedata.normalize("NFKC", ch) != ch or not ch.isprintable():
+            continue
+        tokenized_as_cjk = tokenize(f"{ch}x") == [ch, "x"]  # a CJK run ends where a word starts
+        estimated_as_cjk = estimate_tokens(ch * 4) == 4
+        planned_as_cjk = bool(weighted_terms(RetrievalIntent(question=ch * 2)))
+        if not tokenized_as_cjk == estimated_as_cjk == planned_as_cjk:
+            disagree.append(f"U+{code:04X} {ch}: tokenizer {tokenized_as_cjk}, trim {estimated_as_cjk}, planner {planned_as_cjk}")
+    assert disagree == []

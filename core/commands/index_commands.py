@@ -138,6 +138,7 @@ def run_search(args: argparse.Namespace) -> int:
         as_of_us=None if as_of is None else to_micros(as_of),
     )
     with Store.open(args.db, read_only=True) as store:
+        store.require_project(args.project)
         hits = Scorer(store).search(terms, flt, top_k=args.top_k)
         chunks = fetch_chunks(store, [hit.chunk_id for hit in hits])
     results = [

@@ -63,7 +63,8 @@ def run_retrieve(args: argparse.Namespace) -> int:
     scope = load_input_file(RetrievalScope, args.scope, what="scope") if args.scope else None
     workspace = args.workspace.resolve() if args.workspace else None
     policy = find_policy(workspace, args.policy)
-    with Store.open(args.db, create=True) as store:
+    # Not create=True: a retrieval needs a known project, which a new store cannot have.
+    with Store.open(args.db) as store:
         observation = Retriever(store, policy=policy, workspace_root=workspace).retrieve(
             intent, scope, project=args.project, session_id=args.session, branch=args.branch
         )

@@ -213,9 +213,19 @@ class Retriever:
         model_request_id: str | None = None,
         branch: str | None = None,
     ) -> RetrievalObservation:
+        """Run the pipeline, write the snapshot (and a new session unless ``session_id`` is
+        given), then return the block.
+
+        Raises :class:`UnknownIdError`, writing nothing, for a project the store does not know
+        (no index run, session or memory of it), and :class:`InvalidInputError` for a branch
+        that cannot be resolved (``branch.py``).
+        """
         project = project or (scope.project if scope else None)
         if project is None:
             raise ValueError("retrieve needs a project (or a scope that names one)")
+        # Before anything is written: an unknown project (a typo) would otherwise get a session
+        # and a permanent snapshot saying that no evidence was found in scope.
+        self.store.require_project(project)
         # Redacted on intake, before anything derives from it: the title, the plan's terms, the
         # snapshot and the block all see the redacted text (and a title is cut after, not before).
         intent = redact_document(intent)

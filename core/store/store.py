@@ -55,6 +55,8 @@ from scopelens.core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
 from scopelens.core.store.tables import (
     BlobRow,
     EventRow,
+    IndexRunRow,
+    MemoryRow,
     MetaRow,
     MigrationRow,
     SessionHeadRow,
@@ -69,6 +71,8 @@ from scopelens.core.vocab import EventType, Stage
 APP_ID = "scopelens"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MIGRATION_LOCK = 7133701
+KNOWN_PROJECTS_SHOWN = 20
+"""How many project names an unknown-project error lists (a shared store may hold many)."""
 """PostgreSQL advisory lock key held while migrating."""
 INDEX_WRITER_LOCK = 7133702
 """PostgreSQL advisory lock key held by the write transaction of an index run."""
@@ -577,6 +581,33 @@ class Store:
             for session, head in rows
         ]
 
+    def known_projects(self) -> list[str]:
+        """Every project the store knows, sorted: each one with an index run, a session or a memory."""
+        columns = (col(IndexRunRow.project), col(SessionRow.project), col(MemoryRow.project))
+        with self.read() as conn:
+            found = {str(p) for column in columns for p in conn.execute(select(column).distinct()).scalars()}
+        return sorted(found)
+
+    def require_project(self, project: str) -> None:
+        """Raise :class:`UnknownIdError` unless the store knows ``project`` (see ``known_projects``).
+
+        A project becomes known when it is indexed, when a session of it is created or when a
+        memory of it is stored, so a project of memories or sessions alone can be retrieved on.
+        """
+        with self.read() as conn:
+            for column in (col(IndexRunRow.project), col(SessionRow.project), col(MemoryRow.project)):
+                if conn.execute(select(column).where(column == project).limit(1)).first() is not None:
+                    return
+        known = self.known_projects()
+        if not known:
+            raise UnknownIdError(
+                f"no project {project!r} in this store (it has none yet: index a workspace with "
+                f"`scopelens index PATH --project {project}`)"
+            )
+        shown = ", ".join(known[:KNOWN_PROJECTS_SHOWN])
+        more = f" and {len(known) - KNOWN_PROJECTS_SHOWN} more" if len(known) > KNOWN_PROJECTS_SHOWN else ""
+        raise UnknownIdError(f"no project {project!r} in this store (it has: {shown}{more})")
+
     def events(self, session_id: str) -> list[Event]:
         """Every event of a session, in chain order (raises for an unknown session)."""
         self.get_session(session_id)
@@ -673,7 +704,7 @@ def _check_sqlite_file(path: Path, *, create: bool) -> None:
         if create:
             return
         raise StoreUnavailableError(
-            f"no store at {path} (create one with `scopelens demo`, `scopelens index` or `scopelens retrieve`, or pass --db)"
+            f"no store at {path} (create one with `scopelens demo` or `scopelens index`, or pass --db)"
         )
     if path.is_dir():
         raise NotAScopelensStoreError(f"{path} is a directory, not a scopelens store")

@@ -20,7 +20,8 @@ source_ref, the text changed; (4) the same place, path and symbol at another ran
 changed. Passes 2 and 4 need a single candidate.
 
 The report also says whether the engine or its configuration changed since the snapshot
-(from what the snapshot pins), apart from the index. A drift run is recorded in
+(from what the snapshot pins), apart from the index (``index_changed``: runs after the pinned
+index version that changed something). A drift run is recorded in
 ``drift_runs`` (when, against which index version) and never modifies the snapshot.
 """
 
@@ -42,17 +43,19 @@ from scopelens.core.contracts import (
     DriftReport,
     LabelChange,
     RejectedItem,
+    RetrievalScope,
     SnapshotItem,
 )
 from scopelens.core.errors import IntegrityError, UnknownIdError
 from scopelens.core.hashing import as_bytes, canonical_json, document_hash, sha256_hex
 from scopelens.core.index.chunks import fetch_chunks
+from scopelens.core.index.indexer import index_version
 from scopelens.core.index.scorer import Scorer
 from scopelens.core.pipeline import rerank as rerank_module
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.retriever import bind_citations, current_pins, engine_config, run_pipeline
 from scopelens.core.store.store import Store
-from scopelens.core.store.tables import DriftRunRow
+from scopelens.core.store.tables import DriftRunRow, IndexRunRow
 from scopelens.core.vocab import DRIFT_CLASS_PRECEDENCE, WORKSPACE_SOURCES, DriftClass, Stage
 
 
@@ -298,6 +301,33 @@ def _now_rejected(
     return Stage.NOT_RECALLED, "not recalled by today's search (gone from the index or outranked)"
 
 
+def index_changed(store: Store, scope: RetrievalScope, then: str, now: str) -> bool:
+    """Whether today's index version (``now``) differs in content from the pinned one (``then``).
+
+    Versions are ``project@branch#N``, numbered per project and branch; a store from before
+    that kept its runs' old numbers (their ids), which are what its snapshots pinned, so
+    both compare alike. Different versions mean a change, except that stores written before
+    no-change runs were skipped may hold runs that added, changed and removed nothing: when
+    every run after the pinned one, up to today's, is such a run, nothing changed.
+    """
+    if then == now:
+        return False
+    statement = select(IndexRunRow).where(col(IndexRunRow.project) == scope.project)
+    if scope.branch is not None:
+        statement = statement.where(col(IndexRunRow.branch) == scope.branch)
+    with store.read() as conn:
+        runs = list(conn.exec(statement))
+    named = {index_version(scope.project, run.branch, int(run.version)): run for run in runs}
+    pinned, today = named.get(then), named.get(now)
+    if pinned is None or today is None or pinned.branch != today.branch or today.version < pinned.version:
+        return True
+    return any(
+        run.added or run.changed or run.removed
+        for run in runs
+        if run.branch == today.branch and pinned.version < run.version <= today.version
+    )
+
+
 def compute_drift(
     store: Store,
     snapshot_id: str,
@@ -330,7 +360,7 @@ def compute_drift(
         engine_now=ENGINE_VERSION,
         engine_changed=frozen.pins.engine_version != ENGINE_VERSION,
         config_changed=frozen.pins.config_hash != document_hash(engine_config()),
-        index_changed=frozen.pins.index_version != pins_now.index_version,
+        index_changed=index_changed(store, scope, frozen.pins.index_version, pins_now.index_version),
         items=tuple(classify(frozen, today, outcome.rejected, locate(store, frozen.selected),
                              locate(store, [*today, *outcome.rejected]))),
     )

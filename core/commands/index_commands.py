@@ -94,6 +94,7 @@ def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
             {
                 "run_id": report.run_id,
                 "index_version": report.index_version,
+                "nothing_changed": report.nothing_changed,
                 "project": report.project,
                 "branch": report.branch or None,
                 "root": report.root,
@@ -116,6 +117,12 @@ def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
         if skipped.reason in ("symlink", "outside-root", "unreadable"):
             out.print(f"[yellow]{skipped.message}[/]")
     git = f" git {report.git_commit[:12]}{' (dirty)' if report.git_dirty else ''}" if report.git_commit else ""
+    if report.nothing_changed:
+        out.print(
+            f"{report.index_version}: nothing changed ({report.unchanged} unchanged; no new version), "
+            f"{len(report.skipped)} skipped, {report.ignored} ignored{git}"
+        )
+        return
     out.print(
         f"{report.index_version}: {len(report.added)} added, {len(report.changed)} changed"
         f"{f' ({len(report.reclassified)} by the policy)' if report.reclassified else ''}, "

@@ -1,6 +1,8 @@
 """Index a workspace into the store: versioned documents, chunks and packed postings.
 
-One call is one *run*. Files are compared with the live version of the same path by content
+One call is one *run*, and each run is one index version, ``project@branch#N``, numbered per
+project and branch; a call that finds nothing to add, change or remove writes no run (no
+version for no change). Files are compared with the live version of the same path by content
 hash, so re-indexing is incremental: only added and changed files are read, redacted,
 chunked and tokenized. A changed or removed file's old version gets ``valid_to`` and stays,
 so ``as_of`` queries still see it. The run's chunks get contiguous ids, sorted by path, so
@@ -75,12 +77,19 @@ class PreparedDocument:
 
 @dataclass
 class IndexReport:
-    """What a run did. ``index_version`` is what snapshots pin."""
+    """What a run did. ``index_version`` is what snapshots pin.
+
+    A run that finds nothing to add, change or remove writes nothing (``nothing_changed``):
+    its report names the current version, ``run_id`` and git state of the run that made it.
+    """
 
     run_id: int
     project: str
     branch: str
     root: str
+    version: int = 0
+    """The run's number within its project and branch (``#N`` of the index version)."""
+    nothing_changed: bool = False
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     """New content, or the same content under a source the policy now gives it (see reclassified)."""
@@ -97,11 +106,14 @@ class IndexReport:
 
     @property
     def index_version(self) -> str:
-        return index_version(self.project, self.branch, self.run_id)
+        return index_version(self.project, self.branch, self.version)
 
 
-def index_version(project: str, branch: str, run_id: int) -> str:
-    return f"{project}@{branch or '-'}#{run_id}"
+def index_version(project: str, branch: str, version: int) -> str:
+    """``project@branch#N``: the N-th version of the project's index of that branch (``-`` for
+    an index made without a branch). N counts per project and branch, so it does not depend on
+    what else a shared store holds (migration ``0009_index_versions``)."""
+    return f"{project}@{branch or '-'}#{version}"
 
 
 def chunk_tokens(chunk: Chunk) -> list[str]:
@@ -364,6 +376,12 @@ def _write_locked(
     another get their times in the order they wrote. The report's lists say what the run
     added, changed and removed.
 
+    A run with nothing to write (no document added, changed or removed) on a root already
+    indexed for its project and branch writes nothing: no version for no change (drift would
+    otherwise report an index change where none is). The report then names the latest run
+    of the project and branch. The run's version is the next number of its project and
+    branch, taken under the same lock.
+
     On SQLite, rows go in as plain values through multi-row ``INSERT`` statements on the
     driver's cursor (no ORM objects, no per-row type processing), and postings are inserted
     in term order, which is also the order of their (term, run_id) key, so SQLite appends to
@@ -374,6 +392,20 @@ def _write_locked(
         now_us = to_micros(now())
         live = _live_in(conn, project=report.project, branch=report.branch, root=report.root)
         prepared = sorted(plan(live), key=lambda d: d.path)
+        latest = conn.exec(
+            select(IndexRunRow)
+            .where(col(IndexRunRow.project) == report.project, col(IndexRunRow.branch) == report.branch)
+            .order_by(col(IndexRunRow.version).desc())
+            .limit(1)
+        ).first()
+        if not prepared and not report.removed and latest is not None and _root_indexed(conn, report):
+            assert latest.id is not None
+            report.nothing_changed = True
+            report.run_id, report.version = int(latest.id), int(latest.version)
+            report.git_commit = latest.git_commit
+            report.git_dirty = None if latest.git_dirty is None else bool(latest.git_dirty)
+            return report.run_id
+        report.version = (int(latest.version) if latest is not None else 0) + 1
         n_chunks = sum(len(d.chunks) for d in prepared)
         chunk_lo = int(conn.execute(select(func.coalesce(func.max(col(IndexChunkRow.id)), 0))).scalar_one()) + 1
         run = IndexRunRow(
@@ -389,6 +421,7 @@ def _write_locked(
             unchanged=report.unchanged,
             chunk_lo=chunk_lo,
             chunk_hi=chunk_lo + n_chunks,
+            version=report.version,
         )
         conn.add(run)
         conn.flush()
@@ -424,6 +457,18 @@ def _write_locked(
             )
         conn.execute(update(IndexRunRow).where(col(IndexRunRow.id) == run_id).values(finished_at=now_us))
         return run_id
+
+
+def _root_indexed(conn: Session, report: IndexReport) -> bool:
+    """Whether the report's root already has a run of its project and branch."""
+    found = conn.execute(
+        select(col(IndexRunRow.id)).where(
+            col(IndexRunRow.project) == report.project,
+            col(IndexRunRow.branch) == report.branch,
+            col(IndexRunRow.root) == report.root,
+        ).limit(1)
+    ).first()
+    return found is not None
 
 
 def _chunk_rows(

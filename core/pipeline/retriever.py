@@ -325,7 +325,7 @@ def current_pins(store: Store, scope: RetrievalScope, policy: Policy, engine_ver
         engine_version=engine_version,
         config_hash=document_hash(engine_config()),
         policy_hash=policy.policy_hash,
-        index_version=index_version(run.project, run.branch, int(run.id or 0)) if run else "none",
+        index_version=index_version(run.project, run.branch, int(run.version)) if run else "none",
         git_commit=run.git_commit if run else None,
         git_dirty=None if run is None or run.git_dirty is None else bool(run.git_dirty),
     )

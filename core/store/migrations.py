@@ -227,6 +227,24 @@ def _no_replace(dialect: str) -> list[str]:
     ]
 
 
+def _index_versions(dialect: str) -> list[str]:
+    """Index versions numbered per (project, branch): ``alpha@main#1`` is alpha's first index of
+    main whatever else the store holds, so a scenario pins the same version alone and in a
+    shared store.
+
+    Runs written before this keep their ids as their versions: those ids are what their
+    snapshots pinned (``alpha@main#4``), so an old pin still names its run and drift compares
+    it with today's version as before. A later run numbers after the highest version of its
+    project and branch (``core/index/indexer.py``); the unique index backs the write lock.
+    """
+    t = types_for(dialect)
+    return [
+        f"ALTER TABLE index_runs ADD COLUMN version {t.int64} NOT NULL DEFAULT 0",
+        "UPDATE index_runs SET version = id",
+        "CREATE UNIQUE INDEX index_runs_version ON index_runs (project, branch, version)",
+    ]
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step: its name, and the statements it runs for a dialect."""
@@ -244,6 +262,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0006_postings_by_term", _postings_by_term),
     Migration("0007_session_sort_indexes", _session_sort_indexes),
     Migration("0008_no_replace", _no_replace),
+    Migration("0009_index_versions", _index_versions),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

@@ -126,6 +126,9 @@ class IndexRunRow(SQLModel, table=True):
     unchanged: int
     chunk_lo: int = Field(sa_type=BigInteger)
     chunk_hi: int = Field(sa_type=BigInteger)
+    version: int = Field(sa_type=BigInteger)
+    """The run's number within its (project, branch), from 1: the ``#N`` of its index version.
+    Runs written before migration ``0009_index_versions`` keep their id as their version."""
 
 
 class IndexDocumentRow(SQLModel, table=True):

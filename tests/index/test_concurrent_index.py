@@ -156,7 +156,11 @@ def test_two_index_runs_at_once(store_url, tmp_path, scenario):
         for _root, project in set(runs):
             _check_recall(store, project, project)
         report = verify_store(store)
+        with store.read() as conn:
+            versions = conn.execute(select(col(IndexRunRow.project), col(IndexRunRow.version))).all()
     assert report.clean, report.problems
+    # One version per project: the run that found nothing to write made none.
+    assert sorted((project, version) for project, version in versions) == sorted({(p, 1) for _root, p in runs})
 
     # A further run of an unchanged workspace records nothing new.
     with Store.open(store_url) as store:

@@ -24,7 +24,7 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
     ],
     "index_runs": [
         "id", "project", "branch", "root", "started_at", "finished_at", "git_commit", "git_dirty",
-        "added", "changed", "removed", "unchanged", "chunk_lo", "chunk_hi",
+        "added", "changed", "removed", "unchanged", "chunk_lo", "chunk_hi", "version",
     ],
     "index_documents": [
         "id", "run_id", "project", "branch", "root", "path", "source", "language", "content_hash", "size",
@@ -91,3 +91,31 @@ def test_postings_keep_their_rows_when_rekeyed_by_term(store_url, monkeypatch):
         indexes = inspector.get_indexes("index_postings")
     assert [(r, t, bytes(i), bytes(f)) for r, t, i, f in stored] == sorted(rows, key=lambda row: row[1])
     assert key == ["term", "run_id"] and indexes == []
+
+
+def test_index_runs_written_before_versions_keep_their_ids_as_versions(store_url, monkeypatch, tmp_path):
+    """0009 numbers index versions per (project, branch). Runs written before it keep their ids
+    as their versions (what old snapshots pin); a later run numbers after its project and branch's
+    highest, and a new project and branch starts at 1."""
+    import scopelens.core.store.store as store_module
+    from scopelens.core.index.indexer import index_workspace
+
+    before = [m.name for m in MIGRATIONS].index("0009_index_versions")
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:before])
+    columns = "project, branch, root, started_at, added, changed, removed, unchanged, chunk_lo, chunk_hi"
+    with Store.open(store_url, create=True) as store, store.engine.begin() as conn:
+        for project in ("alpha", "beta", "alpha"):
+            conn.execute(
+                text(f"INSERT INTO index_runs ({columns}) VALUES (:p, 'main', '/r', 0, 0, 0, 0, 0, 1, 1)"), {"p": project}
+            )
+    monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS)
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("A = 1\n", encoding="utf-8")
+    with Store.open(store_url) as store:
+        with store.engine.connect() as conn:
+            kept = conn.execute(text("SELECT id, project, version FROM index_runs ORDER BY id")).all()
+        assert [tuple(row) for row in kept] == [(1, "alpha", 1), (2, "beta", 2), (3, "alpha", 3)]
+        assert index_workspace(store, root, project="alpha", branch="main").index_version == "alpha@main#4"
+        assert index_workspace(store, root, project="beta", branch="main").index_version == "beta@main#3"
+        assert index_workspace(store, root, project="alpha", branch="dev").index_version == "alpha@dev#1"

@@ -48,3 +48,23 @@ def test_the_old_store_migrates_verifies_replays_and_drifts(capsys, old_store):
     assert all(r["items"] for r in drift["reports"])
     after = json.loads(run(capsys, "verify", "--db", db, "--json"))
     assert after["clean"] is True, after["problems"]
+
+
+def test_the_old_stores_index_versions_keep_their_numbers(capsys, old_store, tmp_path):
+    """Its runs keep the numbers its snapshots pin (they were global run ids), so drift compares
+    an old pin with today's version as before; new runs number per project and branch."""
+    db = str(old_store)
+    run(capsys, "migrate", "--db", db)
+    drift = json.loads(run(capsys, "drift", "snap-billing-cents-time-0001", "--db", db, "--json"))["reports"][0]
+    # billing-service's snapshot pinned run 2; run 3 (an edit) came after it.
+    assert (drift["index_version_then"], drift["index_version_now"], drift["index_changed"]) == (
+        "billing-service@main#2", "billing-service@main#3", True,
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "app.py").write_text("def main():\n    return 0\n", encoding="utf-8")
+    web = json.loads(run(capsys, "index", str(workspace), "--project", "web-app", "--branch", "main", "--db", db, "--json"))
+    fresh = json.loads(run(capsys, "index", str(workspace), "--project", "fresh", "--branch", "main", "--db", db, "--json"))
+    assert (web["index_version"], fresh["index_version"]) == ("web-app@main#6", "fresh@main#1")
+    after = json.loads(run(capsys, "verify", "--db", db, "--json"))
+    assert after["clean"] is True, after["problems"]

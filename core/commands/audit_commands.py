@@ -22,16 +22,16 @@ from scopelens.core.vocab import EventType
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     replay = subparsers.add_parser("replay", parents=[common], help="what the model was shown, turn by turn")
-    replay.add_argument("session")
-    replay.add_argument("--turn", type=int)
-    replay.add_argument("--json", action="store_true")
+    replay.add_argument("session", help="the session id")
+    replay.add_argument("--turn", type=int, help="only this turn (default: every turn)")
+    replay.add_argument("--json", action="store_true", help="print JSON")
     replay.set_defaults(run=run_replay)
 
     drift = subparsers.add_parser("drift", parents=[common], help="a snapshot against today's index")
     drift.add_argument("snapshot", nargs="?", help="snapshot id")
     drift.add_argument("--session", help="drift every snapshot of this session")
     drift.add_argument("--list", action="store_true", help="list past drift runs instead of running one")
-    drift.add_argument("--json", action="store_true")
+    drift.add_argument("--json", action="store_true", help="print JSON")
     drift.set_defaults(run=run_drift)
 
     whynot = subparsers.add_parser(
@@ -42,7 +42,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     target.add_argument("--path", help="a path or folder, or any source_ref a screen shows (src/x.py:1-5, memory:m-1)")
     target.add_argument("--symbol", help="a symbol, qualified or not (DataTable.move_cursor)")
     target.add_argument("--text", help="text the model should have seen (case-insensitive, literal)")
-    whynot.add_argument("--json", action="store_true")
+    whynot.add_argument("--json", action="store_true", help="print JSON")
     whynot.set_defaults(run=run_why_not)
 
     rebuild = subparsers.add_parser(
@@ -50,7 +50,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="copy a store into a new, empty one (--db) with every detectable secret redacted; records its origin",
     )
     rebuild.add_argument("--from", dest="source", required=True, metavar="URL", help="the store to rebuild (read only)")
-    rebuild.add_argument("--json", action="store_true")
+    rebuild.add_argument("--json", action="store_true", help="print JSON")
     rebuild.set_defaults(run=run_rebuild)
 
 

@@ -31,7 +31,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     index.add_argument("path", type=Path, help="workspace root")
     index.add_argument("--project", required=True, help="project name the index belongs to")
     index.add_argument("--branch", help="branch name (default: the branch checked out in PATH, if it is a git work tree)")
-    index.add_argument("--max-bytes", type=int, default=1_000_000, help="skip files larger than this")
+    index.add_argument("--max-bytes", type=int, default=1_000_000,
+                       help="skip files larger than this many bytes (default: %(default)s)")
     index.add_argument("--policy", type=Path, help="policy TOML for rule_globs/decision_globs "
                        "(default: PATH/.scopelens/policy.toml)")
     index.add_argument("--json", action="store_true", help="print JSON")
@@ -39,13 +40,16 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
     search = subparsers.add_parser("search", parents=[common], help="raw scoped recall, for debugging")
     search.add_argument("query", help="free text; tokenized like the index")
-    search.add_argument("--project", required=True)
-    search.add_argument("--branch")
+    search.add_argument("--project", required=True, help="the project to search")
+    search.add_argument("--branch", help="only this branch (default: every branch: raw recall, for debugging)")
     search.add_argument("--root", help="workspace root the chunks must come from")
     search.add_argument("--path-prefix", action="append", default=[], help="restrict to a path or directory")
-    search.add_argument("--source", action="append", default=[], choices=[s.value for s in Source])
+    search.add_argument(
+        "--source", action="append", default=[], choices=[s.value for s in Source],
+        help="only these sources, repeatable (default: every source)",
+    )
     search.add_argument("--as-of", help="ISO-8601 time: see the index as it was then")
-    search.add_argument("--top-k", type=int, default=10)
+    search.add_argument("--top-k", type=int, default=10, help="how many chunks to print (default: %(default)s)")
     search.add_argument("--json", action="store_true", help="print JSON")
     search.set_defaults(run=run_search)
 

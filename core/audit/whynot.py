@@ -325,8 +325,9 @@ def _answer(store: Store, snapshot: AuditSnapshot, rows: list[_Row], base: dict[
 
 
 def _moment(snapshot: AuditSnapshot) -> datetime:
-    """The index time the snapshot read: its scope's ``as_of``, else its creation."""
-    return snapshot.scope.time_boundary.as_of or snapshot.created_at
+    """The index time the snapshot read: its scope's ``as_of`` (capped by ``exclude_after``),
+    else its creation."""
+    return time_window(snapshot.scope, snapshot.created_at).as_of
 
 
 def _index_chunks_for(

@@ -38,6 +38,7 @@ from scopelens.core.pipeline.recall import (
     TimeWindow,
     project_sessions,
     read_events,
+    reads_the_past,
     session_withheld,
     workspace_filter,
 )
@@ -125,7 +126,7 @@ def _denied_source_probe(
     if not denied or not sub_queries:
         return []
     terms = {t.term: t.weight for q in sub_queries for t in q.terms}
-    flt = workspace_filter(scope, denied, window, as_of_given=scope.time_boundary.as_of is not None)
+    flt = workspace_filter(scope, denied, window, as_of_given=reads_the_past(scope))
     hits = scorer.search(list(terms.items()), flt, top_k=PROBE_TOP_K)
     items = []
     for row in _provenance(store, [h.chunk_id for h in hits]):
@@ -166,7 +167,7 @@ def _why_withheld(row: dict[str, Any], scope: RetrievalScope, window: TimeWindow
         return Stage.DENIED_SOURCE, f"source {source.value} is denied in this scope"
     valid_from = from_micros(int(row["valid_from"]))
     valid_to = None if row["valid_to"] is None else from_micros(int(row["valid_to"]))
-    as_of_given = scope.time_boundary.as_of is not None
+    as_of_given = reads_the_past(scope)
     if valid_to is not None and (not as_of_given or valid_to <= window.as_of):
         return Stage.STALE, f"version superseded at {when(valid_to)}"
     if valid_from > window.as_of:

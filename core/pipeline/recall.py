@@ -75,8 +75,20 @@ class TimeWindow:
 
 
 def time_window(scope: RetrievalScope, now: datetime) -> TimeWindow:
+    """The scope's window. ``exclude_after`` caps ``as_of``: evidence captured after it is out,
+    so the index is read as it was then (a file changed since keeps its version of that time,
+    instead of being dropped as superseded)."""
     boundary = scope.time_boundary
-    return TimeWindow(boundary.as_of or now, boundary.include_after, boundary.exclude_after)
+    as_of = boundary.as_of or now
+    if boundary.exclude_after is not None:
+        as_of = min(as_of, boundary.exclude_after)
+    return TimeWindow(as_of, boundary.include_after, boundary.exclude_after)
+
+
+def reads_the_past(scope: RetrievalScope) -> bool:
+    """Whether the scope reads the index as of a past moment (``as_of`` or ``exclude_after``)
+    rather than the live index."""
+    return scope.time_boundary.as_of is not None or scope.time_boundary.exclude_after is not None
 
 
 def workspace_filter(scope: RetrievalScope, sources: frozenset[Source], window: TimeWindow, *, as_of_given: bool) -> RecallFilter:
@@ -153,7 +165,7 @@ class Recall:
         found: list[Candidate] = []
         workspace = frozenset(sub_query.sources) & WORKSPACE_SOURCES
         if workspace:
-            flt = workspace_filter(scope, workspace, window, as_of_given=scope.time_boundary.as_of is not None)
+            flt = workspace_filter(scope, workspace, window, as_of_given=reads_the_past(scope))
             hits = self.scorer.search(terms, flt, top_k=sub_query.top_k)
             chunks = fetch_chunks(self.store, [h.chunk_id for h in hits])
             found += [chunk_candidate(chunks[h.chunk_id], h.score, sub_query, self.policy, window.as_of) for h in hits]

@@ -33,3 +33,20 @@ def test_the_harness_example_runs_and_records_a_snapshot(tmp_path, capsys):
         exec(compile(store_code, "docs/api.md", "exec"), {"store": store, "observation": observation})
         types = [e.type.value for e in store.events(observation.session_id)]
     assert types[-2:] == ["model.request", "model.response"]
+
+
+def test_api_md_names_exactly_the_keys_retrieve_json_prints(tmp_path):
+    from scopelens.core.contracts import RetrievalIntent
+    from scopelens.core.vocab import Purpose
+    from tests.support.workspaces import Lab
+
+    text = DOC.read_text(encoding="utf-8").split("<!-- retrieve-json-keys -->", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`([a-z_]+)`", text))
+    lab = Lab(tmp_path)
+    try:
+        lab.index(lab.workspace("ws", AUTH_FILES), "alpha")
+        intent = RetrievalIntent(purpose=Purpose.ANSWER_QUESTION, question="expected role admin received undefined")
+        printed = set(lab.retriever().retrieve(intent, project="alpha").to_json())
+    finally:
+        lab.close()
+    assert named == printed

@@ -129,6 +129,15 @@ class RetrievalObservation:
                 for r in snapshot.rejected
             ],
             "ranked": [entry.model_dump() for entry in snapshot.ranked],
+            "funnel": {
+                "recalled": (funnel := snapshot.funnel()).recalled,
+                "dropped": {stage.value: n for stage, n in funnel.dropped},
+                "selected": funnel.selected,
+                "withheld_by_scope": {stage.value: n for stage, n in funnel.withheld_by_scope},
+            },
+            "scope": snapshot.scope.model_dump(mode="json"),
+            "plan": snapshot.plan.model_dump(mode="json"),
+            "pins": snapshot.pins.model_dump(mode="json"),
         }
 
 

@@ -54,11 +54,31 @@ def vocabulary_markdown() -> str:
     return "\n".join(lines)
 
 
+STRICT_INPUTS = frozenset({"retrieval-intent", "retrieval-scope", "memory-record"})
+"""Documents users write, which the CLI reads with ``parse_input``: unknown keys at any depth
+are an error, and their schemas say so (``additionalProperties: false``)."""
+
+
+def _closed(schema: Any) -> Any:
+    """``schema`` with every object that lists its properties closed to others."""
+    if isinstance(schema, dict):
+        closed = {key: _closed(value) for key, value in schema.items()}
+        if "properties" in closed and closed.get("type") == "object":
+            closed["additionalProperties"] = False
+        return closed
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    return schema
+
+
 def schema_documents() -> dict[str, str]:
-    return {
-        f"{name}.schema.json": json.dumps(model.model_json_schema(mode="validation"), indent=2, sort_keys=True) + "\n"
-        for name, model in SCHEMA_MODELS.items()
-    }
+    documents = {}
+    for name, model in SCHEMA_MODELS.items():
+        schema = model.model_json_schema(mode="validation")
+        if name in STRICT_INPUTS:
+            schema = _closed(schema)
+        documents[f"{name}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    return documents
 
 
 def generated_files() -> dict[str, str]:

@@ -6,7 +6,9 @@ recorded snapshot's answers agree with the snapshot itself.
 - the funnel adds up;
 - the block re-rendered from the snapshot document alone equals the stored block blob;
 - drift right after the snapshot, with nothing changed, reports every item unchanged and no
-  index change, and creates no index version.
+  index change, and creates no index version;
+- after an edit to a line outside an item, that item is not content-changed; after an edit
+  inside it, it is (or it dropped out), and every content-changed item shows a diff.
 
 Examples: the `ci` profile's count, capped here at 40 per backend (about 50 s together); the
 `bench` profile runs thousands (HYPOTHESIS_PROFILE=bench).
@@ -18,7 +20,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sqlmodel import func, select
 
@@ -94,3 +96,50 @@ def test_recorded_answers_agree_with_the_snapshot(shared_lab, world, purpose):
         (i.source_ref, i.drift_class) for i in report.items
     ]
     assert _index_versions(lab) == versions
+
+
+def _edit_line(path: Path, number: int, suffix: str) -> None:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    lines[number - 1] = lines[number - 1] + suffix
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+@settings(max_examples=10, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                                   HealthCheck.data_too_large])
+@given(world=worlds())
+def test_drift_names_an_edit_inside_an_item_and_only_there(shared_lab, world):
+    lab = shared_lab
+    project = f"e{next(_counter)}"
+    root: Path = lab.workspace(project, _workspace(world["files"]))
+    lab.index(root, project)
+    scope = RetrievalScope(
+        project=project, budget=RetrievalBudget(max_items=world["max_items"], max_tokens=world["max_tokens"])
+    )
+    intent = RetrievalIntent(purpose=Purpose.ANSWER_QUESTION, question=world["query"])
+    snapshot = lab.retriever().retrieve(intent, scope).snapshot
+    items = [i for i in snapshot.selected if i.path and i.line_start and i.line_end and not i.trim_ranges]
+    assume(items)  # an item shown whole, to edit around
+    item = items[0]
+    path = root / item.path
+    total = len(path.read_text(encoding="utf-8").split("\n"))
+    outside = next((n for n in range(1, total + 1) if not item.line_start <= n <= item.line_end
+                    and path.read_text(encoding="utf-8").split("\n")[n - 1].strip()), None)
+
+    if outside is not None:  # an edit elsewhere in the file: never content-changed
+        _edit_line(path, outside, " zzedited")
+        lab.index(root, project)
+        report = compute_drift(lab.store, snapshot.id, record=False)
+        mine = [d for d in report.items if d.source_ref == item.source_ref or d.frozen_source_ref == item.source_ref]
+        assert all(d.drift_class != DriftClass.CONTENT_CHANGED for d in mine), [(d.drift_class, d.diff) for d in mine]
+
+    inside = next(n for n in range(item.line_start, item.line_end + 1)
+                  if path.read_text(encoding="utf-8").split("\n")[n - 1].strip())
+    _edit_line(path, inside, " zzinside")
+    lab.index(root, project)
+    report = compute_drift(lab.store, snapshot.id, record=False)
+    mine = [d for d in report.items if d.source_ref == item.source_ref or d.frozen_source_ref == item.source_ref]
+    assert mine, [(d.source_ref, d.drift_class) for d in report.items]
+    assert mine[0].drift_class in (DriftClass.CONTENT_CHANGED, DriftClass.REMOVED), mine[0]
+    for d in report.items:
+        if d.drift_class == DriftClass.CONTENT_CHANGED:
+            assert d.diff, d  # content-changed always shows what changed

@@ -130,16 +130,18 @@ def _copy_session(old: Store, new: Store, started: Event) -> None:
     )
 
 
-def _copy_blob(old: Store, new: Store, digest: str, hashes: _Hashes) -> str:
+def _copy_blob(old: Store, new: Store, digest: str, hashes: _Hashes) -> tuple[str, int]:
+    """The blob redacted into the new store: its new address and size."""
     data = old.get_blob(digest)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        moved = new.put_blob(data)  # not text: nothing to redact (the store refuses it if it holds a secret)
+        copied = data  # not text: nothing to redact (the store refuses it if it holds a secret)
     else:
-        moved = new.put_blob(redact(text).text.encode("utf-8"))
+        copied = redact(text).text.encode("utf-8")
+    moved = new.put_blob(copied)
     hashes.note(digest, moved)
-    return moved
+    return moved, len(copied)
 
 
 def _copy_artifacts(old: Store, new: Store, payload: dict[str, Any], hashes: _Hashes) -> dict[str, Any]:
@@ -148,8 +150,8 @@ def _copy_artifacts(old: Store, new: Store, payload: dict[str, Any], hashes: _Ha
         return payload
     copied = []
     for artifact in artifacts:
-        moved = _copy_blob(old, new, str(artifact["blob"]), hashes)
-        copied.append({**artifact, "blob": moved, "size": len(new.get_blob(moved))})
+        moved, size = _copy_blob(old, new, str(artifact["blob"]), hashes)
+        copied.append({**artifact, "blob": moved, "size": size})
     return {**payload, "artifacts": copied}
 
 

@@ -34,7 +34,7 @@ from typing import Literal
 from sqlalchemy import func, or_
 from sqlmodel import col, select
 
-from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, RejectedItem, SnapshotItem, TrimRange
+from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, Event, RejectedItem, SnapshotItem, TrimRange
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import Scorer
@@ -112,10 +112,6 @@ class _Row:
     rejection: RejectedItem | None = None
     trim: TrimRange | None = None
 
-    @property
-    def source_ref(self) -> str:
-        return self.item.source_ref if self.item else self.rejection.source_ref if self.rejection else ""
-
     def key(self) -> tuple[int, int, int]:
         probe = 1 if self.rejection is not None and self.rejection.from_probe else 0
         return (-self.strength, probe, _STAGE_ORDER.index(self.stage))
@@ -168,7 +164,12 @@ def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyN
     base = {"snapshot_id": snapshot_id, "kind": kind, "value": value}
     lookup = _LINE_RANGE.sub("", value) if kind == "path" else value
     known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
-    rows = _recorded_rows(store, snapshot, kind, value, known)
+    # Memories matching a symbol or text (a path names none): read once, for the rows and for
+    # whether only other projects' memories hold it.
+    memories = (
+        [r for r, _digest in all_memory_versions(store) if _text_matches(value, r.content)] if kind != "path" else []
+    )
+    rows = _recorded_rows(store, snapshot, kind, value, known, {f"memory:{r.id}" for r in memories})
     if rows:
         return _answer(store, snapshot, sorted(rows, key=_Row.key), base)
     in_scope = [c for c in known if _in_scope(c, snapshot)]
@@ -177,11 +178,7 @@ def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyN
     if known:  # in the project, on another branch or root: say where (the same permission context)
         return _outside_the_scope(snapshot, known, base)
     elsewhere = bool(_index_chunks_for(store, snapshot, kind, lookup, project=None, limit=1))
-    if not elsewhere and kind != "path":
-        elsewhere = any(
-            record.project != snapshot.scope.project and _text_matches(value, record.content)
-            for record, _digest in all_memory_versions(store)
-        )
+    elsewhere = elsewhere or any(record.project != snapshot.scope.project for record in memories)
     if elsewhere:
         return _outside_the_project(snapshot, base)
     return _not_recalled(store, snapshot, [], base)
@@ -197,7 +194,7 @@ def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
 
 
 def _recorded_rows(
-    store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str, known: list[ChunkRecord]
+    store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str, known: list[ChunkRecord], memory_ids: set[str]
 ) -> list[_Row]:
     rows: list[_Row] = []
     for item in snapshot.selected:
@@ -217,10 +214,6 @@ def _recorded_rows(
         store, [int(r.candidate_id.split(":")[1]) for r in snapshot.rejected if r.candidate_id.startswith("chunk:")]
     )
     known_ids = {f"chunk:{c.chunk_id}": c for c in [*known, *rejected_chunks.values()]}
-    memory_ids = (
-        {f"memory:{record.id}" for record, _ in all_memory_versions(store) if _text_matches(value, record.content)}
-        if kind != "path" else set()
-    )
     for rejected in snapshot.rejected:
         if rejected.candidate_id.startswith(OTHER_PROJECTS_PREFIX):
             continue
@@ -260,22 +253,31 @@ def _trimmed_rows(store: Store, snapshot: AuditSnapshot, kind: QueryKind, value:
     return rows
 
 
-def _cited_by(store: Store, snapshot: AuditSnapshot, citation_id: str) -> tuple[str, ...]:
-    responses = [
-        e for e in store.events(snapshot.session_id)
-        if e.type == EventType.MODEL_RESPONSE and e.turn == snapshot.turn
-    ]
-    return tuple(f"{e.session_id}#{e.seq}" for e in responses if citation_id in e.payload.get("cited_ids", []))
+@dataclass(frozen=True)
+class _Replies:
+    """The model replies recorded for the snapshot's turn, read once per question."""
+
+    responses: tuple[Event, ...]
+
+    @classmethod
+    def of(cls, store: Store, snapshot: AuditSnapshot) -> _Replies:
+        return cls(tuple(
+            e for e in store.events(snapshot.session_id)
+            if e.type == EventType.MODEL_RESPONSE and e.turn == snapshot.turn
+        ))
+
+    def citing(self, citation_id: str) -> tuple[str, ...]:
+        return tuple(f"{e.session_id}#{e.seq}" for e in self.responses if citation_id in e.payload.get("cited_ids", []))
 
 
-def _match(store: Store, snapshot: AuditSnapshot, row: _Row) -> WhyNotMatch:
+def _match(replies: _Replies, row: _Row) -> WhyNotMatch:
     if row.item is not None and row.stage == Stage.TRIMMED_AWAY and row.trim is not None:
         return WhyNotMatch(
             stage=Stage.TRIMMED_AWAY, source_ref=row.item.source_ref, citation_id=row.item.citation_id,
             reason=f"lines {row.trim.start_line}-{row.trim.end_line} were trimmed to fit the budget",
         )
     if row.item is not None:
-        cited_by = _cited_by(store, snapshot, row.item.citation_id)
+        cited_by = replies.citing(row.item.citation_id)
         stage = Stage.CITED if cited_by else Stage.SELECTED
         reason = f"cited by event {', '.join(cited_by)}" if cited_by else "shown to the model"
         return WhyNotMatch(stage=stage, source_ref=row.item.source_ref, citation_id=row.item.citation_id, reason=reason)
@@ -287,7 +289,8 @@ def _match(store: Store, snapshot: AuditSnapshot, row: _Row) -> WhyNotMatch:
 
 
 def _answer(store: Store, snapshot: AuditSnapshot, rows: list[_Row], base: dict[str, str]) -> WhyNotAnswer:
-    matches = tuple(_match(store, snapshot, row) for row in rows)
+    replies = _Replies.of(store, snapshot)
+    matches = tuple(_match(replies, row) for row in rows)
     best, first = rows[0], matches[0]
     others = [m for m in matches[1:] if m.source_ref != first.source_ref or m.stage != first.stage]
     also = ""
@@ -302,14 +305,14 @@ def _answer(store: Store, snapshot: AuditSnapshot, rows: list[_Row], base: dict[
             trim_range=best.trim, summary=summary + also, matches=matches,
         )
     if best.item is not None:
-        cited_by = _cited_by(store, snapshot, best.item.citation_id)
+        cited_by = replies.citing(best.item.citation_id)
         if cited_by:
             summary = f"cited: shown as [{first.citation_id}] {first.source_ref} and cited by event {', '.join(cited_by)}"
         else:
-            responses = any(
-                e.type == EventType.MODEL_RESPONSE and e.turn == snapshot.turn for e in store.events(snapshot.session_id)
+            reply = (
+                "the reply of this turn did not cite it" if replies.responses
+                else "no model reply is recorded for this turn"
             )
-            reply = "the reply of this turn did not cite it" if responses else "no model reply is recorded for this turn"
             summary = f"selected but not cited: shown as [{first.citation_id}] {first.source_ref}; {reply}"
         return WhyNotAnswer(
             **base, stage=first.stage, citation_id=first.citation_id, source_ref=first.source_ref, cited_by=cited_by,

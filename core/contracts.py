@@ -651,6 +651,7 @@ class VerifyReport(Contract):
     events: int
     snapshots: int
     blobs: int
+    memory_versions: int = 0
     problems: tuple[Problem, ...]
     checkpoint: CheckpointCheck | None = None
 

@@ -4,12 +4,17 @@ Statuses decide what retrieval may do with a memory (see ``pipeline/boundary.py`
 ``candidate`` is never shown as a fact; ``verified`` is evidence; ``deprecated`` appears only
 as labelled history; ``conflicted`` appears only with its counterpart; ``private`` only to its
 owner. Content is redacted at import, like everything that enters the system.
+
+Every change is a new version in the memory's append-only log (``core/store/memory_log.py``):
+an import with new text, ``promote``, ``deprecate``, ``link-conflict``. ``memories`` holds the
+current state that retrieval reads; a retrieval ``as_of`` a past moment reads the log instead.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +24,12 @@ from sqlmodel import Session, col, select
 from scopelens.core.clock import stored_time
 from scopelens.core.contracts import MemoryRecord, parse_input
 from scopelens.core.errors import InvalidInputError, UnknownIdError, UnreadableFileError
-from scopelens.core.hashing import as_bytes, canonical_json, sha256_hex
+from scopelens.core.hashing import as_bytes, canonical_json
 from scopelens.core.redact import redact
+from scopelens.core.store.memory_log import MemoryVersion, known_at, next_version, row_values
 from scopelens.core.store.store import Store
-from scopelens.core.store.tables import MemoryRow
-from scopelens.core.vocab import MemoryStatus
+from scopelens.core.store.tables import MemoryRow, MemoryVersionRow, table_of
+from scopelens.core.vocab import MemoryChange, MemoryStatus
 
 
 def read_jsonl(path: Path) -> list[MemoryRecord]:
@@ -88,14 +94,8 @@ def seed_memories(store: Store, records: Iterable[MemoryRecord]) -> tuple[int, i
             redacted = redact(record.content)
             redactions += len(redacted.redactions)
             clean = record.model_copy(update={"content": redacted.text})
-            body = canonical_json(clean)
-            existing = conn.get(MemoryRow, clean.id)
-            values: dict[str, Any] = {"project": clean.project, "status": clean.status.value, "body": body,
-                          "content_hash": sha256_hex(body), "updated_at": now}
-            if existing is None:
-                conn.add(MemoryRow(id=clean.id, **values))
-            else:
-                conn.execute(update(MemoryRow).where(col(MemoryRow.id) == clean.id).values(**values))
+            previous = _last_version(conn, clean.id)
+            _append(conn, clean, MemoryChange.IMPORTED if previous is None else MemoryChange.REIMPORTED, now, previous)
             imported += 1
     return imported, redactions
 
@@ -110,8 +110,11 @@ def list_memories(store: Store, *, project: str | None = None, status: MemorySta
         return [MemoryRecord.model_validate_json(as_bytes(body)) for body in conn.execute(statement).scalars()]
 
 
-def memory_versions(store: Store, project: str) -> list[tuple[MemoryRecord, str]]:
-    """Every memory of a project with the hash of its stored version."""
+def current_memories(store: Store, project: str, *, as_of: datetime | None = None) -> list[tuple[MemoryRecord, str]]:
+    """Every memory of a project with the hash of the version read; with ``as_of``, the
+    version each had then (memories recorded later are left out; see ``memory_log.known_at``)."""
+    if as_of is not None:
+        return _known_at(store, as_of, project)
     with store.read() as conn:
         rows = conn.execute(
             select(col(MemoryRow.body), col(MemoryRow.content_hash))
@@ -121,11 +124,95 @@ def memory_versions(store: Store, project: str) -> list[tuple[MemoryRecord, str]
     return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
 
 
-def all_memory_versions(store: Store) -> list[tuple[MemoryRecord, str]]:
+def all_current_memories(store: Store, *, as_of: datetime | None = None) -> list[tuple[MemoryRecord, str]]:
     """Every memory of every project (the scope probe uses this; never model-visible)."""
+    if as_of is not None:
+        return _known_at(store, as_of, None)
     with store.read() as conn:
         rows = conn.execute(select(col(MemoryRow.body), col(MemoryRow.content_hash)).order_by(col(MemoryRow.id))).all()
     return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
+
+
+def memory_history(store: Store, memory_id: str) -> list[MemoryVersion]:
+    """Every version of one memory, oldest first; an unknown id is an :class:`UnknownIdError`."""
+    with store.read() as conn:
+        rows = conn.exec(
+            select(MemoryVersionRow).where(col(MemoryVersionRow.memory_id) == memory_id).order_by(col(MemoryVersionRow.version))
+        ).all()
+    if not rows:
+        raise UnknownIdError(f"no memory {memory_id!r} in this store")
+    return [_version(row) for row in rows]
+
+
+def copy_history(old: Store, new: Store, transform: Callable[[MemoryRecord], MemoryRecord]) -> int:
+    """Copy every memory's version log from ``old`` into ``new``, each version passed through
+    ``transform`` (``rebuild`` redacts), keeping its change and time; returns the memories copied."""
+    with old.read() as conn:
+        versions = [_version(row) for row in conn.exec(
+            select(MemoryVersionRow).order_by(col(MemoryVersionRow.memory_id), col(MemoryVersionRow.version))
+        )]
+    with new.write() as conn:
+        for version in versions:
+            record = transform(MemoryRecord.model_validate_json(version.body))
+            _append(conn, record, version.change, version.recorded_at, _last_version(conn, record.id))
+    return len({version.memory_id for version in versions})
+
+
+def _known_at(store: Store, as_of: datetime, project: str | None) -> list[tuple[MemoryRecord, str]]:
+    statement = select(MemoryVersionRow).order_by(col(MemoryVersionRow.memory_id), col(MemoryVersionRow.version))
+    if project is not None:
+        statement = statement.where(col(MemoryVersionRow.project) == project)
+    with store.read() as conn:
+        rows = conn.exec(statement).all()
+    by_memory: dict[str, list[MemoryVersion]] = {}
+    for row in rows:
+        by_memory.setdefault(row.memory_id, []).append(_version(row))
+    known = []
+    for versions in by_memory.values():
+        version = known_at(versions, as_of)
+        if version is not None:
+            known.append((MemoryRecord.model_validate_json(version.body), version.content_hash))
+    return known
+
+
+def _version(row: MemoryVersionRow) -> MemoryVersion:
+    return MemoryVersion(
+        memory_id=row.memory_id, version=row.version, project=row.project, status=row.status,
+        change=MemoryChange(row.change), recorded_at=row.recorded_at, body=as_bytes(row.body),
+        content_hash=row.content_hash, prev_hash=row.prev_hash, hash=row.hash,
+    )
+
+
+def _last_version(conn: Session, memory_id: str) -> MemoryVersion | None:
+    row = conn.exec(
+        select(MemoryVersionRow)
+        .where(col(MemoryVersionRow.memory_id) == memory_id)
+        .order_by(col(MemoryVersionRow.version).desc())
+        .limit(1)
+    ).first()
+    return None if row is None else _version(row)
+
+
+def _append(conn: Session, record: MemoryRecord, change: MemoryChange, now: str, previous: MemoryVersion | None) -> bool:
+    """Make ``record`` the memory's current state and append it to its log; a record equal to
+    the current one changes nothing (no version). Returns whether a version was written."""
+    body = canonical_json(record)
+    if previous is not None and previous.body == body:
+        return False
+    version = next_version(
+        previous, memory_id=record.id, project=record.project, status=record.status.value, change=change,
+        recorded_at=now, body=body,
+    )
+    conn.execute(table_of(MemoryVersionRow).insert().values(**row_values(version)))
+    values: dict[str, Any] = {
+        "project": record.project, "status": record.status.value, "body": body,
+        "content_hash": version.content_hash, "updated_at": now, "version": version.version,
+    }
+    if previous is None and conn.get(MemoryRow, record.id) is None:
+        conn.add(MemoryRow(id=record.id, **values))
+    else:
+        conn.execute(update(MemoryRow).where(col(MemoryRow.id) == record.id).values(**values))
+    return True
 
 
 def _locked(store: Store, conn: Session, memory_id: str) -> MemoryRecord:
@@ -139,20 +226,11 @@ def _locked(store: Store, conn: Session, memory_id: str) -> MemoryRecord:
     return MemoryRecord.model_validate_json(as_bytes(body))
 
 
-def _write(conn: Session, record: MemoryRecord, updated_at: str) -> None:
-    body = canonical_json(record)
-    conn.execute(
-        update(MemoryRow)
-        .where(col(MemoryRow.id) == record.id)
-        .values(status=record.status.value, body=body, content_hash=sha256_hex(body), updated_at=updated_at)
-    )
-
-
-def _change(store: Store, memory_id: str, change: Callable[[MemoryRecord], MemoryRecord]) -> MemoryRecord:
+def _change(store: Store, memory_id: str, change: Callable[[MemoryRecord], MemoryRecord], kind: MemoryChange) -> MemoryRecord:
     """Read, check and rewrite one memory in one transaction (``change`` raises to refuse)."""
     with store.write() as conn:
         record = change(_locked(store, conn, memory_id))
-        _write(conn, record, stored_time(store.clock.now()))
+        _append(conn, record, kind, stored_time(store.clock.now()), _last_version(conn, memory_id))
     return record
 
 
@@ -164,7 +242,7 @@ def promote(store: Store, memory_id: str) -> MemoryRecord:
             raise InvalidInputError(f"memory {memory_id} is {record.status.value}; only a candidate can be promoted")
         return record.model_copy(update={"status": MemoryStatus.VERIFIED})
 
-    return _change(store, memory_id, verify)
+    return _change(store, memory_id, verify, MemoryChange.PROMOTED)
 
 
 def deprecate(store: Store, memory_id: str) -> MemoryRecord:
@@ -173,7 +251,7 @@ def deprecate(store: Store, memory_id: str) -> MemoryRecord:
             raise InvalidInputError(f"memory {memory_id} is already deprecated")
         return record.model_copy(update={"status": MemoryStatus.DEPRECATED, "valid_until": store.clock.now()})
 
-    return _change(store, memory_id, retire)
+    return _change(store, memory_id, retire, MemoryChange.DEPRECATED)
 
 
 def link_conflict(store: Store, first_id: str, second_id: str) -> tuple[MemoryRecord, MemoryRecord]:
@@ -193,7 +271,7 @@ def link_conflict(store: Store, first_id: str, second_id: str) -> tuple[MemoryRe
                     "conflicts_with": tuple(dict.fromkeys((*record.conflicts_with, other))),
                 }
             )
-            _write(conn, conflicted, now)
+            _append(conn, conflicted, MemoryChange.LINKED_CONFLICT, now, _last_version(conn, record.id))
             linked.append(conflicted)
     return linked[0], linked[1]
 

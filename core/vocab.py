@@ -78,6 +78,28 @@ class MemoryStatus(StrEnum):
     PRIVATE = "private"
 
 
+class MemoryChange(StrEnum):
+    """What made a version of a memory: the governance event each entry of its log records
+    (``scopelens memory history ID``)."""
+
+    IMPORTED = "imported"
+    REIMPORTED = "reimported"
+    PROMOTED = "promoted"
+    DEPRECATED = "deprecated"
+    LINKED_CONFLICT = "linked-conflict"
+    MIGRATED = "migrated"
+
+
+MEMORY_CHANGE_MEANINGS: dict[MemoryChange, str] = {
+    MemoryChange.IMPORTED: "first written, by `memory import` or a scenario's starting state",
+    MemoryChange.REIMPORTED: "written again by an import, with different text or fields",
+    MemoryChange.PROMOTED: "candidate to verified, by `memory promote`",
+    MemoryChange.DEPRECATED: "marked as history, by `memory deprecate`",
+    MemoryChange.LINKED_CONFLICT: "marked as conflicting with another memory, by `memory link-conflict`",
+    MemoryChange.MIGRATED: "the state the memory had when its store gained the version log; its history before is unknown",
+}
+
+
 class Stage(StrEnum):
     """Pipeline stages, in order: funnel steps, rejection stages and why-not answers."""
 
@@ -262,7 +284,10 @@ class Outcome(StrEnum):
     DETECTED = "detected"
 
 
-MEMBER_MEANINGS: dict[type[StrEnum], Mapping[Any, str]] = {DriftClass: DRIFT_CLASS_MEANINGS}
+MEMBER_MEANINGS: dict[type[StrEnum], Mapping[Any, str]] = {
+    DriftClass: DRIFT_CLASS_MEANINGS,
+    MemoryChange: MEMORY_CHANGE_MEANINGS,
+}
 """Vocabularies whose members each carry a definition in ``docs/vocabulary.md``."""
 
 ALL_VOCABULARIES: tuple[type[StrEnum], ...] = (
@@ -272,6 +297,7 @@ ALL_VOCABULARIES: tuple[type[StrEnum], ...] = (
     Visibility,
     Trust,
     MemoryStatus,
+    MemoryChange,
     Stage,
     Purpose,
     Authority,

@@ -24,7 +24,7 @@ from scopelens.core.clock import Clock, SystemClock, utc
 from scopelens.core.contracts import AuditSnapshot, Event
 from scopelens.core.errors import IntegrityError, InvalidInputError, UnknownIdError
 from scopelens.core.hashing import as_bytes, canonical_json, sha256_hex, text_hash
-from scopelens.core.memory import all_memory_versions, seed_memories
+from scopelens.core.memory import copy_history
 from scopelens.core.redact import redact, redact_document, redact_values
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import EventRow, SessionRow
@@ -110,13 +110,11 @@ def rebuild_store(old: Store, new: Store, *, clock: Clock | None = None) -> Rebu
                 event.session_id, event.type, hashes.apply(redact_values(payload)),
                 turn=event.turn, created_at=event.created_at,
             )
-    memories = [redact_document(record) for record, _digest in all_memory_versions(old)]
-    if memories:
-        seed_memories(new, memories)
+    memories = copy_history(old, new, redact_document)
     return RebuildReport(
         rebuilt_from=checkpoint.line(), record_session=record.id, sessions=counts["sessions"],
         events=counts["events"], snapshots=counts["snapshots"], snapshots_changed=counts["snapshots_changed"],
-        hashes_moved=len(hashes.moved), memories=len(memories), new_head=new.store_head()[1],
+        hashes_moved=len(hashes.moved), memories=memories, new_head=new.store_head()[1],
     )
 
 

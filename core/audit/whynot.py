@@ -40,7 +40,7 @@ from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import Scorer
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
-from scopelens.core.memory import all_memory_versions
+from scopelens.core.memory import all_current_memories
 from scopelens.core.pathmatch import normalise_prefix, under_prefix
 from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
 from scopelens.core.pipeline.recall import time_window, workspace_filter
@@ -166,9 +166,8 @@ def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyN
     known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
     # Memories matching a symbol or text (a path names none): read once, for the rows and for
     # whether only other projects' memories hold it.
-    memories = (
-        [r for r, _digest in all_memory_versions(store) if _text_matches(value, r.content)] if kind != "path" else []
-    )
+    then = all_current_memories(store, as_of=_moment(snapshot)) if kind != "path" else []
+    memories = [r for r, _digest in then if _text_matches(value, r.content)]
     rows = _recorded_rows(store, snapshot, kind, value, known, {f"memory:{r.id}" for r in memories})
     if rows:
         return _answer(store, snapshot, sorted(rows, key=_Row.key), base)

@@ -10,8 +10,18 @@ from typing import Any
 
 from rich.table import Table
 
-from scopelens.core.contracts import RetrievalIntent, RetrievalScope, load_input_file
-from scopelens.core.memory import deprecate, export_jsonl, import_memories, link_conflict, list_memories, promote, read_jsonl
+from scopelens.core.clock import parse_stored_time, when
+from scopelens.core.contracts import MemoryRecord, RetrievalIntent, RetrievalScope, load_input_file
+from scopelens.core.memory import (
+    deprecate,
+    export_jsonl,
+    import_memories,
+    link_conflict,
+    list_memories,
+    memory_history,
+    promote,
+    read_jsonl,
+)
 from scopelens.core.output import console, print_json
 from scopelens.core.pipeline.policy import find_policy
 from scopelens.core.pipeline.retriever import Retriever
@@ -52,6 +62,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         action = actions.add_parser(name, parents=[common], help=helptext)
         action.add_argument("id", help="the memory id")
         action.set_defaults(run=run_memory_status, action=name)
+    history = actions.add_parser(
+        "history", parents=[common], help="every version of one record: its governance changes, oldest first"
+    )
+    history.add_argument("id", help="the memory id")
+    history.add_argument("--json", action="store_true", help="print JSON")
+    history.set_defaults(run=run_memory_history)
     link = actions.add_parser("link-conflict", parents=[common], help="mark two records as conflicting")
     link.add_argument("first", help="a memory id")
     link.add_argument("second", help="the memory id it conflicts with")
@@ -111,6 +127,27 @@ def run_memory_status(args: argparse.Namespace) -> int:
     with Store.open(args.db) as store:
         record = (promote if args.action == "promote" else deprecate)(store, args.id)
     console().print(f"memory {record.id} is now {record.status.value}")
+    return 0
+
+
+def run_memory_history(args: argparse.Namespace) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        versions = memory_history(store, args.id)
+    records = [MemoryRecord.model_validate_json(v.body) for v in versions]
+    if args.json:
+        print_json("memory-history", {"memory_id": args.id, "versions": [
+            {"version": v.version, "recorded_at": v.recorded_at, "change": v.change.value, "status": v.status,
+             "content_hash": v.content_hash, "hash": v.hash, "record": r.model_dump(mode="json")}
+            for v, r in zip(versions, records, strict=True)
+        ]})
+        return 0
+    table = Table("version", "recorded (UTC)", "change", "status", "content")
+    for version, record in zip(versions, records, strict=True):
+        table.add_row(
+            str(version.version), when(parse_stored_time(version.recorded_at)), version.change.value, version.status,
+            record.content.splitlines()[0][:80] if record.content else "",
+        )
+    console().print(table)
     return 0
 
 

@@ -166,7 +166,7 @@ def run_verify(args: argparse.Namespace) -> int:
         out = console()
         out.print(
             f"store head: {report.store_head}  ({report.sessions} sessions, {report.events} events, "
-            f"{report.snapshots} snapshots, {report.blobs} blobs)"
+            f"{report.snapshots} snapshots, {report.blobs} blobs, {report.memory_versions} memory versions)"
         )
         for problem in report.problems:
             out.print(f"[red]{problem.kind}[/]: {problem.record}: {problem.detail}")

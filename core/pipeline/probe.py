@@ -29,7 +29,7 @@ from scopelens.core.contracts import RejectedItem, RetrievalScope, SubQuery
 from scopelens.core.index.scorer import RecallFilter, Scorer
 from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import from_micros
-from scopelens.core.memory import all_memory_versions
+from scopelens.core.memory import all_current_memories
 from scopelens.core.pathmatch import under_any
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.recall import (
@@ -88,7 +88,7 @@ def probe(
         wants_memory = Source.MEMORY in sub_query.sources or Source.MEMORY in scope.denied_sources
         if wants_memory and tuple(terms) not in memory_probed:
             memory_probed.add(tuple(terms))
-            for item in _memory_probe(store, terms, scope, elsewhere):
+            for item in _memory_probe(store, terms, scope, window, elsewhere):
                 rejected.setdefault(item.candidate_id, item)
         session_sources = frozenset(sub_query.sources) & SESSION_SOURCES
         if session_sources:
@@ -180,9 +180,10 @@ def _why_withheld(row: dict[str, Any], scope: RetrievalScope, window: TimeWindow
 
 
 def _memory_probe(
-    store: Store, terms: list[tuple[str, float]], scope: RetrievalScope, elsewhere: dict[Source, set[str]]
+    store: Store, terms: list[tuple[str, float]], scope: RetrievalScope, window: TimeWindow,
+    elsewhere: dict[Source, set[str]],
 ) -> list[RejectedItem]:
-    records = all_memory_versions(store)
+    records = all_current_memories(store, as_of=window.as_of if reads_the_past(scope) else None)
     scores = bm25_scores(terms, [record.content for record, _ in records])
     floor = MEMORY_PROBE_FLOOR * max(scores, default=0.0)
     ranked = sorted(

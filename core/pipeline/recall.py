@@ -23,7 +23,7 @@ from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import RecallFilter, Scorer
 from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import to_micros
-from scopelens.core.memory import memory_versions
+from scopelens.core.memory import current_memories
 from scopelens.core.pathmatch import under_any
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.store.store import Store
@@ -197,7 +197,8 @@ class Recall:
         self, sub_query: SubQuery, scope: RetrievalScope, window: TimeWindow, terms: list[tuple[str, float]]
     ) -> list[Candidate]:
         pool = []
-        for record, digest in memory_versions(self.store, scope.project):
+        as_of = window.as_of if reads_the_past(scope) else None
+        for record, digest in current_memories(self.store, scope.project, as_of=as_of):
             if record.branch is not None and scope.branch is not None and record.branch != scope.branch:
                 continue
             if not window.admits(record.valid_from):

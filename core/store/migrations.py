@@ -15,6 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from sqlmodel import Session
+
+from scopelens.core.store.memory_log import backfill_versions
+
 APPEND_ONLY_TABLES: tuple[str, ...] = ("sessions", "events", "snapshots", "snapshot_rows", "blobs")
 
 
@@ -245,12 +249,49 @@ def _index_versions(dialect: str) -> list[str]:
     ]
 
 
+def _memory_versions(dialect: str) -> list[str]:
+    """Memories become an append-only version log (``core/store/memory_log.py``): ``memories``
+    keeps each memory's current state and the number of its last version; ``memory_versions``
+    keeps every state it had, chained, so ``as_of`` sees a past status or text and ``verify``
+    covers governance. The backfill gives each existing memory one ``migrated`` version."""
+    t = types_for(dialect)
+    statements = [
+        "ALTER TABLE memories ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+        "CREATE TABLE memory_versions (memory_id TEXT NOT NULL, version INTEGER NOT NULL, project TEXT NOT NULL, "
+        "status TEXT NOT NULL, change TEXT NOT NULL, recorded_at TEXT NOT NULL, "
+        f"body {t.blob} NOT NULL, content_hash TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL, "
+        "PRIMARY KEY (memory_id, version))",
+        "CREATE INDEX memory_versions_by_project ON memory_versions (project, memory_id, version)",
+    ]
+    if dialect == "postgresql":
+        return [
+            *statements,
+            "CREATE TRIGGER memory_versions_append_only BEFORE UPDATE OR DELETE ON memory_versions "
+            "FOR EACH ROW EXECUTE FUNCTION scopelens_refuse_change()",
+            "CREATE TRIGGER memory_versions_no_truncate BEFORE TRUNCATE ON memory_versions "
+            "FOR EACH STATEMENT EXECUTE FUNCTION scopelens_refuse_change()",
+        ]
+    return [
+        *statements,
+        *(
+            f"CREATE TRIGGER memory_versions_no_{action.lower()} BEFORE {action} ON memory_versions "
+            "BEGIN SELECT RAISE(ABORT, 'scopelens: memory_versions is append-only'); END"
+            for action in ("UPDATE", "DELETE")
+        ),
+        "CREATE TRIGGER memory_versions_no_replace BEFORE INSERT ON memory_versions "
+        "WHEN EXISTS (SELECT 1 FROM memory_versions WHERE memory_id = NEW.memory_id AND version = NEW.version) "
+        "BEGIN SELECT RAISE(ABORT, 'scopelens: memory_versions is append-only'); END",
+    ]
+
+
 @dataclass(frozen=True)
 class Migration:
-    """One schema step: its name, and the statements it runs for a dialect."""
+    """One schema step: its name, the statements it runs for a dialect, and an optional data
+    step run after them in the same transaction (for rows SQL alone cannot derive: hashes)."""
 
     name: str
     statements: Callable[[str], Sequence[str]]
+    backfill: Callable[[Session], None] | None = None
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -263,6 +304,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0007_session_sort_indexes", _session_sort_indexes),
     Migration("0008_no_replace", _no_replace),
     Migration("0009_index_versions", _index_versions),
+    Migration("0010_memory_versions", _memory_versions, backfill_versions),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

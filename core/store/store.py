@@ -248,6 +248,8 @@ class Store:
                     continue
                 for statement in migration.statements(self.dialect):
                     conn.execute(text(statement))
+                if migration.backfill is not None:
+                    migration.backfill(conn)
                 if ordinal == 1:
                     conn.execute(table_of(MetaRow).insert().values(key="app", value=APP_ID))
                     conn.execute(table_of(StoreHeadRow).insert().values(id=1, store_seq=0, head_hash=ZERO_HASH))

@@ -188,6 +188,24 @@ class MemoryRow(SQLModel, table=True):
     body: bytes
     content_hash: str
     updated_at: str
+    version: int = 0
+    """The number of its last entry in ``memory_versions`` (migration ``0010_memory_versions``)."""
+
+
+class MemoryVersionRow(SQLModel, table=True):
+    """One version of a memory, append-only and chained per memory (``core/store/memory_log.py``)."""
+
+    __tablename__ = "memory_versions"
+    memory_id: str = Field(primary_key=True)
+    version: int = Field(primary_key=True)
+    project: str
+    status: str
+    change: str
+    recorded_at: str
+    body: bytes
+    content_hash: str
+    prev_hash: str
+    hash: str
 
 
 class DriftRunRow(SQLModel, table=True):
@@ -220,6 +238,7 @@ STORE_TABLES: tuple[type[SQLModel], ...] = (
     IndexChunkRow,
     IndexPostingRow,
     MemoryRow,
+    MemoryVersionRow,
     DriftRunRow,
 )
 

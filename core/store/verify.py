@@ -14,6 +14,11 @@ What is checked:
   context block and policy blobs, and its candidate rows;
 * every blob's hash and size against its bytes, and that every blob an event or snapshot
   refers to (artifacts, policies, blocks) is present;
+* every memory's version log (``core/store/memory_log.py``): each version's hash against its
+  fields and body, its link to the version before, gaps in its numbers (a deleted version), and
+  the memory's current row against its last version (a changed status or text, or a deleted
+  last version). A memory deleted with all its versions is not caught: memories are state, not
+  part of the store chain;
 * every drift run's hash against its bytes, its columns against its report, and that its
   snapshot exists. (Drift runs are re-computable reports outside the chain: a deleted or a
   consistently forged run is not caught; the append-only triggers are their defence.)
@@ -34,22 +39,25 @@ from pydantic import ValidationError
 from sqlmodel import Session, col, select
 
 from scopelens.core.clock import stored_time
-from scopelens.core.contracts import AuditSnapshot, CheckpointCheck, DriftReport, Problem, VerifyReport
+from scopelens.core.contracts import AuditSnapshot, CheckpointCheck, DriftReport, MemoryRecord, Problem, VerifyReport
 from scopelens.core.errors import IntegrityError
 from scopelens.core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
 from scopelens.core.store.checkpoint import Checkpoint, origin_of, signature_problem
+from scopelens.core.store.memory_log import version_hash
 from scopelens.core.store.store import Store, snapshot_candidate_rows, stored_time_or_none
 from scopelens.core.store.tables import (
     BlobRow,
     DriftRunRow,
     EventRow,
+    MemoryRow,
+    MemoryVersionRow,
     SessionHeadRow,
     SessionRow,
     SnapshotCandidateRow,
     SnapshotRow,
     StoreHeadRow,
 )
-from scopelens.core.vocab import EventType
+from scopelens.core.vocab import EventType, MemoryChange
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -170,6 +178,7 @@ def verify_store(
             if digest not in present:
                 findings.add("deleted", f"blob {digest[:16]}…", f"{record} refers to it but it is missing")
         _check_drift_runs(conn, findings)
+        memory_versions = _check_memories(conn, findings)
     checked = (
         None
         if checkpoint is None
@@ -185,6 +194,7 @@ def verify_store(
         events=events_seen,
         snapshots=snapshot_count,
         blobs=blob_count,
+        memory_versions=memory_versions,
         problems=tuple(findings.problems),
         checkpoint=checked,
     )
@@ -496,6 +506,70 @@ def _check_drift_runs(conn: Session, findings: _Findings) -> None:
             findings.add("changed", record, f"its columns disagree with its report: {', '.join(differing)}")
         if row.snapshot_id not in snapshots:
             findings.add("deleted", f"snapshot {row.snapshot_id}", f"{record} is about it but it is missing")
+
+
+def _check_memories(conn: Session, findings: _Findings) -> int:
+    """Re-derive every memory version's hash and link, and hold each current row to its last version."""
+    current = {row.id: row for row in conn.exec(select(MemoryRow))}
+    last: dict[str, MemoryVersionRow] = {}
+    count = 0
+    by_memory = select(MemoryVersionRow).order_by(col(MemoryVersionRow.memory_id), col(MemoryVersionRow.version))
+    for row in conn.exec(by_memory.execution_options(yield_per=500)):
+        count += 1
+        record = f"memory {row.memory_id} v{row.version}"
+        previous = last.get(row.memory_id)
+        expected = 1 if previous is None else previous.version + 1
+        if row.version != expected:
+            findings.add("deleted", f"memory {row.memory_id} v{expected}..v{row.version - 1}",
+                         f"{row.version - expected} version(s) missing from its log")
+        if row.prev_hash != (ZERO_HASH if previous is None else previous.hash):
+            findings.add("broken-link", record, "its prev_hash is not the hash of the version before it")
+        body = as_bytes(row.body)
+        digest = version_hash(
+            memory_id=row.memory_id, version=row.version, project=row.project, status=row.status, change=row.change,
+            recorded_at=row.recorded_at, content_hash=row.content_hash, prev_hash=row.prev_hash,
+        )
+        if sha256_hex(body) != row.content_hash or digest != row.hash:
+            findings.add("changed", record, "its bytes do not match its stored hash")
+        else:
+            try:
+                memory = MemoryRecord.model_validate_json(body)
+            except ValidationError:
+                findings.add("malformed", record, "its body is not a memory record")
+            else:
+                columns = (("memory_id", memory.id), ("project", memory.project), ("status", memory.status.value))
+                differing = [name for name, value in columns if getattr(row, name) != value]
+                if row.change not in {change.value for change in MemoryChange}:
+                    differing.append("change")
+                if differing:
+                    findings.add("changed", record, f"its columns disagree with its body: {', '.join(differing)}")
+        last[row.memory_id] = row
+    for memory_id, head in sorted(current.items()):
+        tail = last.get(memory_id)
+        if tail is None:
+            findings.add("deleted", f"memory {memory_id}", "its version log is missing")
+            continue
+        differing = [
+            name
+            for name, now, then in (
+                ("version", head.version, tail.version), ("project", head.project, tail.project),
+                ("status", head.status, tail.status), ("body", as_bytes(head.body), as_bytes(tail.body)),
+                ("content_hash", head.content_hash, tail.content_hash),
+            )
+            if now != then
+        ]
+        try:
+            body_says = MemoryRecord.model_validate_json(as_bytes(head.body))
+            differing += [name for name, value in (("project", body_says.project), ("status", body_says.status.value))
+                          if getattr(head, name) != value and name not in differing]
+        except ValidationError:
+            differing.append("body")
+        if differing:
+            findings.add("changed", f"memory {memory_id}",
+                         f"its current row disagrees with its last version (v{tail.version}): {', '.join(differing)}")
+    for memory_id in sorted(set(last) - set(current)):
+        findings.add("deleted", f"memory {memory_id}", "it has a version log but no current row")
+    return count
 
 
 def candidate_rows_agree(conn: Session, snapshot: AuditSnapshot) -> bool:

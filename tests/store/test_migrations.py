@@ -35,7 +35,10 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
         "token_count", "text",
     ],
     "index_postings": ["run_id", "term", "chunk_ids", "tfs"],
-    "memories": ["id", "project", "status", "body", "content_hash", "updated_at"],
+    "memories": ["id", "project", "status", "body", "content_hash", "updated_at", "version"],
+    "memory_versions": [
+        "memory_id", "version", "project", "status", "change", "recorded_at", "body", "content_hash", "prev_hash", "hash",
+    ],
     "drift_runs": [
         "id", "snapshot_id", "created_at", "index_version", "engine_version", "config_hash", "summary", "body", "hash",
     ],

@@ -20,8 +20,16 @@ that before one that only mentions it. ``--path`` also takes any ``source_ref`` 
 shows (``src/x.py:1-5``, ``main:src/x.py:1-5``, ``memory:mem-1``, ``s-1#4``).
 
 Why-not reads the snapshot, the session's events and the versioned index as it was at the
-snapshot's ``as_of`` (its creation time when it had none); it never changes anything.
-Snapshots recorded before items kept their ``symbol`` are matched by the text of the item.
+snapshot's ``as_of`` (its creation time when it had none); it never changes anything. A row
+that records no ``symbol`` (every item of a snapshot recorded before items kept theirs, and
+every row of the scope probe, which records provenance only) takes the symbol of the chunk it
+names, while that chunk is still the row's own lines of its own version: the symbol the index
+gave it then. Its match says so (``symbol <name> from the index: the snapshot did not record
+it``). A row with no symbol either way is matched by its text, as a memory or event is.
+
+``WhyNot`` answers many questions about one snapshot, reading what they share once (the
+snapshot, the chunks its rows name, the turn's replies, the memories); ``why_not`` asks one.
+What the answers mean, old snapshots included, is in docs/audit.md.
 """
 
 from __future__ import annotations
@@ -29,12 +37,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Literal
 
 from sqlalchemy import func, or_
 from sqlmodel import col, select
 
-from scopelens.core.contracts import SCHEMA_VERSION, AuditSnapshot, Contract, Event, RejectedItem, SnapshotItem, TrimRange
+from scopelens.core.contracts import (
+    SCHEMA_VERSION,
+    AuditSnapshot,
+    Contract,
+    Event,
+    MemoryRecord,
+    RejectedItem,
+    SnapshotItem,
+    TrimRange,
+)
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import Scorer
@@ -111,6 +129,8 @@ class _Row:
     item: SnapshotItem | None = None
     rejection: RejectedItem | None = None
     trim: TrimRange | None = None
+    indexed_symbol: str | None = None
+    """The symbol the row matched by, when it came from the index (the row records none)."""
 
     def key(self) -> tuple[int, int, int]:
         probe = 1 if self.rejection is not None and self.rejection.from_probe else 0
@@ -155,32 +175,66 @@ _LINE_RANGE = re.compile(r":\d+-\d+$")
 
 
 def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyNotAnswer:
-    if not value.strip():
-        raise InvalidInputError(f"why-not --{kind} needs a non-empty value")
-    snapshot = store.get_snapshot(snapshot_id).snapshot
-    value = value.strip()
-    if kind == "path":
-        value = _strip_branch(value, snapshot)
-    base = {"snapshot_id": snapshot_id, "kind": kind, "value": value}
-    lookup = _LINE_RANGE.sub("", value) if kind == "path" else value
-    known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
-    # Memories matching a symbol or text (a path names none): read once, for the rows and for
-    # whether only other projects' memories hold it.
-    then = all_current_memories(store, as_of=_moment(snapshot)) if kind != "path" else []
-    memories = [r for r, _digest in then if _text_matches(value, r.content)]
-    rows = _recorded_rows(store, snapshot, kind, value, known, {f"memory:{r.id}" for r in memories})
-    if rows:
-        return _answer(store, snapshot, sorted(rows, key=_Row.key), base)
-    in_scope = [c for c in known if _in_scope(c, snapshot)]
-    if in_scope:
-        return _not_recalled(store, snapshot, in_scope, base)
-    if known:  # in the project, on another branch or root: say where (the same permission context)
-        return _outside_the_scope(snapshot, known, base)
-    elsewhere = bool(_index_chunks_for(store, snapshot, kind, lookup, project=None, limit=1))
-    elsewhere = elsewhere or any(record.project != snapshot.scope.project for record in memories)
-    if elsewhere:
-        return _outside_the_project(snapshot, base)
-    return _not_recalled(store, snapshot, [], base)
+    """One question about one snapshot (see ``WhyNot`` for many)."""
+    return WhyNot(store, snapshot_id).ask(kind, value)
+
+
+class WhyNot:
+    """Questions about one snapshot. What every answer needs is read once, at the first
+    question that needs it: the snapshot, the chunks its rows name, the replies recorded for
+    its turn and the memories. So answers from one instance see the store as it was then;
+    ask a new one to see replies recorded since."""
+
+    def __init__(self, store: Store, snapshot_id: str) -> None:
+        self.store = store
+        self.snapshot_id = snapshot_id
+        self.snapshot = store.get_snapshot(snapshot_id).snapshot
+
+    @cached_property
+    def _row_chunks(self) -> dict[int, ChunkRecord]:
+        """The chunk each row names (selected or rejected), whatever its time."""
+        ids = [item.candidate_id for item in self.snapshot.selected] + [row.candidate_id for row in self.snapshot.rejected]
+        return fetch_chunks(self.store, [n for candidate in ids if (n := _chunk_number(candidate)) is not None])
+
+    @cached_property
+    def _replies(self) -> _Replies:
+        return _Replies.of(self.store, self.snapshot)
+
+    @cached_property
+    def _memories(self) -> list[MemoryRecord]:
+        return [record for record, _digest in all_current_memories(self.store, as_of=_moment(self.snapshot))]
+
+    def ask(self, kind: QueryKind, value: str) -> WhyNotAnswer:
+        if not value.strip():
+            raise InvalidInputError(f"why-not --{kind} needs a non-empty value")
+        store, snapshot = self.store, self.snapshot
+        value = value.strip()
+        if kind == "path":
+            value = _strip_branch(value, snapshot)
+        base = {"snapshot_id": self.snapshot_id, "kind": kind, "value": value}
+        lookup = _LINE_RANGE.sub("", value) if kind == "path" else value
+        # Memories matching a symbol or text (a path names none): for the rows, and for whether
+        # only other projects' memories hold it.
+        memories = [r for r in self._memories if _text_matches(value, r.content)] if kind != "path" else []
+        rows = _recorded_rows(snapshot, kind, value, self._row_chunks, {f"memory:{r.id}" for r in memories})
+        if rows:
+            return _answer(self._replies, sorted(rows, key=_Row.key), base)
+        known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
+        in_scope = [c for c in known if _in_scope(c, snapshot)]
+        if in_scope:
+            return _not_recalled(store, snapshot, in_scope, base)
+        if known:  # in the project, on another branch or root: say where (the same permission context)
+            return _outside_the_scope(snapshot, known, base)
+        elsewhere = bool(_index_chunks_for(store, snapshot, kind, lookup, project=None, limit=1))
+        elsewhere = elsewhere or any(record.project != snapshot.scope.project for record in memories)
+        if elsewhere:
+            return _outside_the_project(snapshot, base)
+        return _not_recalled(store, snapshot, [], base)
+
+
+def _chunk_number(candidate_id: str) -> int | None:
+    prefix, _, number = candidate_id.partition(":")
+    return int(number) if prefix == "chunk" and number.isdigit() else None
 
 
 def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
@@ -192,54 +246,79 @@ def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
     )
 
 
+def _own_chunk(row: SnapshotItem | RejectedItem, chunks: dict[int, ChunkRecord]) -> ChunkRecord | None:
+    """The chunk a row names, while it is still the row's own lines of its own version (a store
+    rebuilt without its index reuses chunk ids for other chunks)."""
+    number = _chunk_number(row.candidate_id)
+    chunk = chunks.get(number) if number is not None else None
+    if chunk is None or (chunk.path, chunk.start_line, chunk.end_line, chunk.content_hash) != (
+        row.path, row.line_start, row.line_end, row.source_version
+    ):
+        return None
+    return chunk
+
+
+def _symbol_row_strength(
+    value: str, row: SnapshotItem | RejectedItem, text: str | None, chunks: dict[int, ChunkRecord]
+) -> tuple[int, str | None]:
+    """How strongly a row matches a symbol, and the index's symbol when the row records none."""
+    if row.symbol is None:
+        chunk = _own_chunk(row, chunks)
+        if chunk is not None and chunk.symbol:
+            strength = _symbol_strength(value, chunk.symbol, text)
+            return strength, chunk.symbol if strength >= 2 else None
+    return _symbol_strength(value, row.symbol, text), None
+
+
 def _recorded_rows(
-    store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str, known: list[ChunkRecord], memory_ids: set[str]
+    snapshot: AuditSnapshot, kind: QueryKind, value: str, chunks: dict[int, ChunkRecord], memory_ids: set[str]
 ) -> list[_Row]:
+    """Every recorded row that matches; ``chunks`` holds the chunks the rows name."""
     rows: list[_Row] = []
     for item in snapshot.selected:
+        indexed: str | None = None
         if kind == "path":
             strength = 0 if _path_matches(value, item.path, item.source_ref, item.candidate_id) else -1
         elif kind == "symbol":
-            strength = _symbol_strength(value, item.symbol, item.visible_text)
+            strength, indexed = _symbol_row_strength(value, item, item.visible_text, chunks)
         else:
             strength = 0 if _text_matches(value, item.visible_text) else -1
         if strength >= 0:
-            rows.append(_Row(stage=Stage.SELECTED, strength=strength, item=item))
+            rows.append(_Row(stage=Stage.SELECTED, strength=strength, item=item, indexed_symbol=indexed))
     if kind != "path":
-        rows += _trimmed_rows(store, snapshot, kind, value, {id(r.item) for r in rows})
+        rows += _trimmed_rows(snapshot, kind, value, {id(r.item) for r in rows}, chunks)
     # The rejected rows' own chunks, whatever their time: a stale row is about a version that
     # was not live at the snapshot's as_of, and is still the answer for its text.
-    rejected_chunks = fetch_chunks(
-        store, [int(r.candidate_id.split(":")[1]) for r in snapshot.rejected if r.candidate_id.startswith("chunk:")]
-    )
-    known_ids = {f"chunk:{c.chunk_id}": c for c in [*known, *rejected_chunks.values()]}
     for rejected in snapshot.rejected:
         if rejected.candidate_id.startswith(OTHER_PROJECTS_PREFIX):
             continue
-        chunk = known_ids.get(rejected.candidate_id)
+        number = _chunk_number(rejected.candidate_id)
+        chunk = chunks.get(number) if number is not None else None
+        indexed = None
         if kind == "path":
             strength = 0 if _path_matches(value, rejected.path, rejected.source_ref, rejected.candidate_id) else -1
         elif kind == "symbol":
-            strength = _symbol_strength(value, rejected.symbol, chunk.text if chunk else None)
+            strength, indexed = _symbol_row_strength(value, rejected, chunk.text if chunk else None, chunks)
             if strength < 0 and rejected.candidate_id in memory_ids:
                 strength = 0
         else:
             matched = chunk is not None and _text_matches(value, chunk.text)
             strength = 0 if matched or rejected.candidate_id in memory_ids else -1
         if strength >= 0:
-            rows.append(_Row(stage=rejected.stage, strength=strength, rejection=rejected))
+            rows.append(_Row(stage=rejected.stage, strength=strength, rejection=rejected, indexed_symbol=indexed))
     return rows
 
 
-def _trimmed_rows(store: Store, snapshot: AuditSnapshot, kind: QueryKind, value: str, shown: set[int]) -> list[_Row]:
+def _trimmed_rows(
+    snapshot: AuditSnapshot, kind: QueryKind, value: str, shown: set[int], chunks: dict[int, ChunkRecord]
+) -> list[_Row]:
     """Items whose *trimmed* part held the text (and whose visible part did not)."""
-    trimmed_items = [
-        i for i in snapshot.selected if i.trim_ranges and i.candidate_id.startswith("chunk:") and id(i) not in shown
-    ]
-    originals = fetch_chunks(store, [int(i.candidate_id.split(":")[1]) for i in trimmed_items])
     rows = []
-    for item in trimmed_items:
-        original = originals.get(int(item.candidate_id.split(":")[1]))
+    for item in snapshot.selected:
+        number = _chunk_number(item.candidate_id)
+        if not item.trim_ranges or number is None or id(item) in shown:
+            continue
+        original = chunks.get(number)
         if original is None:
             continue
         for trim in item.trim_ranges:
@@ -269,7 +348,12 @@ class _Replies:
         return tuple(f"{e.session_id}#{e.seq}" for e in self.responses if citation_id in e.payload.get("cited_ids", []))
 
 
+def _symbol_note(row: _Row) -> str:
+    return f"; symbol {row.indexed_symbol} from the index: the snapshot did not record it" if row.indexed_symbol else ""
+
+
 def _match(replies: _Replies, row: _Row) -> WhyNotMatch:
+    note = _symbol_note(row)
     if row.item is not None and row.stage == Stage.TRIMMED_AWAY and row.trim is not None:
         return WhyNotMatch(
             stage=Stage.TRIMMED_AWAY, source_ref=row.item.source_ref, citation_id=row.item.citation_id,
@@ -279,16 +363,17 @@ def _match(replies: _Replies, row: _Row) -> WhyNotMatch:
         cited_by = replies.citing(row.item.citation_id)
         stage = Stage.CITED if cited_by else Stage.SELECTED
         reason = f"cited by event {', '.join(cited_by)}" if cited_by else "shown to the model"
-        return WhyNotMatch(stage=stage, source_ref=row.item.source_ref, citation_id=row.item.citation_id, reason=reason)
+        return WhyNotMatch(
+            stage=stage, source_ref=row.item.source_ref, citation_id=row.item.citation_id, reason=reason + note
+        )
     assert row.rejection is not None
     return WhyNotMatch(
-        stage=row.rejection.stage, source_ref=row.rejection.source_ref, reason=row.rejection.reason,
+        stage=row.rejection.stage, source_ref=row.rejection.source_ref, reason=row.rejection.reason + note,
         from_probe=row.rejection.from_probe,
     )
 
 
-def _answer(store: Store, snapshot: AuditSnapshot, rows: list[_Row], base: dict[str, str]) -> WhyNotAnswer:
-    replies = _Replies.of(store, snapshot)
+def _answer(replies: _Replies, rows: list[_Row], base: dict[str, str]) -> WhyNotAnswer:
     matches = tuple(_match(replies, row) for row in rows)
     best, first = rows[0], matches[0]
     others = [m for m in matches[1:] if m.source_ref != first.source_ref or m.stage != first.stage]
@@ -315,14 +400,14 @@ def _answer(store: Store, snapshot: AuditSnapshot, rows: list[_Row], base: dict[
             summary = f"selected but not cited: shown as [{first.citation_id}] {first.source_ref}; {reply}"
         return WhyNotAnswer(
             **base, stage=first.stage, citation_id=first.citation_id, source_ref=first.source_ref, cited_by=cited_by,
-            summary=summary + also, matches=matches,
+            summary=summary + _symbol_note(best) + also, matches=matches,
         )
     rejected = best.rejection
     assert rejected is not None
     origin = "the scope probe recorded it" if rejected.from_probe else "it was recalled"
     return WhyNotAnswer(
         **base, stage=rejected.stage, rejection=rejected, source_ref=rejected.source_ref, matches=matches,
-        summary=f"{rejected.stage.value}: {rejected.source_ref}: {rejected.reason} ({origin}){also}",
+        summary=f"{rejected.stage.value}: {rejected.source_ref}: {rejected.reason} ({origin}{_symbol_note(best)}){also}",
     )
 
 

@@ -43,6 +43,3 @@ def _default(value: Any) -> Any:
         return value.isoformat().replace("+00:00", "Z")
     raise TypeError(f"cannot encode {type(value).__name__}")
 
-
-def short(digest: str | None, width: int = 12) -> str:
-    return "-" if not digest else digest[:width]

@@ -64,6 +64,7 @@ from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
 from scopelens.core.pipeline.recall import time_window, workspace_filter
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
+from scopelens.core.textsafety import listing
 from scopelens.core.vocab import WORKSPACE_SOURCES, EventType, Stage
 
 QueryKind = Literal["path", "symbol", "text"]
@@ -379,9 +380,7 @@ def _answer(replies: _Replies, rows: list[_Row], base: dict[str, str]) -> WhyNot
     others = [m for m in matches[1:] if m.source_ref != first.source_ref or m.stage != first.stage]
     also = ""
     if others:
-        shown = "; ".join(f"{m.source_ref} {m.stage.value}" for m in others[:4])
-        more = f" and {len(others) - 4} more" if len(others) > 4 else ""
-        also = f" (also: {shown}{more})"
+        also = f" (also: {listing([f'{m.source_ref} {m.stage.value}' for m in others], 4, '; ')})"
     if best.item is not None and first.stage == Stage.TRIMMED_AWAY:
         summary = (f"trimmed-away: [{first.citation_id}] {first.source_ref} was shown, but {first.reason}")
         return WhyNotAnswer(
@@ -480,7 +479,7 @@ def _outside_the_scope(snapshot: AuditSnapshot, known: list[ChunkRecord], base: 
         **base, stage=Stage.OUT_OF_SCOPE, best_chunk=first.source_ref,
         summary=(
             f"out-of-scope: {base['kind']} {base['value']!r} is in project {snapshot.scope.project} only on "
-            f"{'; '.join(places[:3])}; the snapshot read{_branch_text(snapshot) or ' no branch'}"
+            f"{listing(places, 3, '; ')}; the snapshot read{_branch_text(snapshot) or ' no branch'}"
             + (f" at {snapshot.scope.workspace_root}" if snapshot.scope.workspace_root else "")
         ),
     )
@@ -539,7 +538,7 @@ def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkR
         f"{run.id} rank {run.would_be_rank} of top {run.top_k}" if run.would_be_rank else f"{run.id} not ranked"
         for run in runs
     ]
-    shown = ", ".join(missing[:8]) or "none"
+    shown = listing(missing, 8) or "none"
     return WhyNotAnswer(
         **base, stage=Stage.NOT_RECALLED, sub_queries=runs, best_chunk=best.source_ref, missing_terms=missing,
         summary=(f"not-recalled: no sub-query returned it; its best chunk {best.source_ref} would rank: "

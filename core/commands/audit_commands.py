@@ -15,8 +15,9 @@ from scopelens.core.audit.replay import ReplayedTurn, replay_session
 from scopelens.core.audit.whynot import QUERY_KINDS, QueryKind, why_not
 from scopelens.core.contracts import DriftReport
 from scopelens.core.errors import IntegrityError, InvalidInputError
-from scopelens.core.output import console, print_json, progress_console, short, shows_progress
+from scopelens.core.output import console, print_json, progress_console, shows_progress
 from scopelens.core.store.store import Store, event_summary
+from scopelens.core.textsafety import short
 from scopelens.core.vocab import EventType
 
 

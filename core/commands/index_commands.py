@@ -23,6 +23,7 @@ from scopelens.core.index.walker import git_branch
 from scopelens.core.output import console, print_json, progress_console, shows_progress
 from scopelens.core.pipeline.policy import find_policy
 from scopelens.core.store.store import Store
+from scopelens.core.textsafety import clip, short
 from scopelens.core.vocab import Source
 
 
@@ -86,7 +87,7 @@ def run_index(args: argparse.Namespace) -> int:
             ) as bar:
                 task = bar.add_task("", total=None)
                 report = run(store, lambda done, total, path: bar.update(
-                    task, completed=done, total=total, description=path[-40:]))
+                    task, completed=done, total=total, description=clip(path, 40, keep_end=True)))
     _print_index_report(report, as_json=args.json)
     return 0
 
@@ -120,7 +121,7 @@ def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
     for skipped in report.skipped:
         if skipped.reason in ("symlink", "outside-root", "unreadable"):
             out.print(f"[yellow]{skipped.message}[/]")
-    git = f" git {report.git_commit[:12]}{' (dirty)' if report.git_dirty else ''}" if report.git_commit else ""
+    git = f" git {short(report.git_commit)}{' (dirty)' if report.git_dirty else ''}" if report.git_commit else ""
     if report.nothing_changed:
         out.print(
             f"{report.index_version}: nothing changed ({report.unchanged} unchanged; no new version), "

@@ -12,6 +12,7 @@ from scopelens.core.errors import InvalidInputError
 from scopelens.core.output import print_json
 from scopelens.core.record.recorder import RecordResult
 from scopelens.core.store.store import Store
+from scopelens.core.textsafety import short
 from scopelens.core.vocab import Outcome
 
 
@@ -67,7 +68,7 @@ def _print_result(result: RecordResult) -> None:
     for snap in result.snapshots:
         print(
             f"  {snap.snapshot_id}  turn {snap.turn}  {snap.selected} selected, {snap.rejected} rejected  "
-            f"{snap.snapshot_hash[:12]}"
+            f"{short(snap.snapshot_hash)}"
         )
     print(f"  findings ({len(result.findings)}):")
     for finding in result.findings:

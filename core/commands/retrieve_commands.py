@@ -26,6 +26,7 @@ from scopelens.core.output import console, print_json
 from scopelens.core.pipeline.policy import find_policy
 from scopelens.core.pipeline.retriever import Retriever
 from scopelens.core.store.store import Store
+from scopelens.core.textsafety import clip
 from scopelens.core.vocab import MemoryStatus
 
 
@@ -117,7 +118,7 @@ def run_memory_list(args: argparse.Namespace) -> int:
     table = Table("id", "project", "status", "content")
     for record in records:
         table.add_row(
-            record.id, record.project, record.status.value, record.content.splitlines()[0][:80] if record.content else ""
+            record.id, record.project, record.status.value, clip(record.content, 80)
         )
     console().print(table)
     return 0

@@ -10,7 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from scopelens.core.errors import IntegrityError, InvalidInputError, UnknownIdError
-from scopelens.core.output import console, print_json, short
+from scopelens.core.output import console, print_json
 from scopelens.core.store.checkpoint import (
     KEY_ENV,
     load_private_key,
@@ -21,6 +21,7 @@ from scopelens.core.store.checkpoint import (
 )
 from scopelens.core.store.store import Store, event_summary
 from scopelens.core.store.verify import make_checkpoint, verify_store
+from scopelens.core.textsafety import short
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

@@ -26,6 +26,7 @@ from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
 from scopelens.core.pipeline.rerank import WEIGHTS
 from scopelens.core.record import facts
 from scopelens.core.store.store import Store
+from scopelens.core.textsafety import clip, listing
 from scopelens.core.vocab import (
     WORKSPACE_SOURCES,
     DriftClass,
@@ -97,11 +98,6 @@ class FindingContext:
             kind=kind, outcome=outcome, scenario=self.scenario, session_id=self.session_id, turn=turn,
             explanation=explanation, **where,
         )
-
-
-def _short(text: str, width: int = 90) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 # --------------------------------------------------------------------------- per snapshot
@@ -308,7 +304,7 @@ def _candidate_memory(store: Store, snapshot: AuditSnapshot, ctx: FindingContext
             continue
         ctx.add(ctx.make(
             FindingKind.CANDIDATE_MEMORY_POLLUTION, Outcome.PREVENTED, snapshot.turn,
-            f"unverified candidate memory \"{_short(found[0].content, 70)}\" matched and was withheld at "
+            f"unverified candidate memory \"{clip(found[0].content, 70)}\" matched and was withheld at "
             "memory-status: it never reached the model as experience",
             snapshot_id=snapshot.id, source_ref=rejected.source_ref, stage=Stage.MEMORY_STATUS,
         ), once=True)
@@ -342,7 +338,7 @@ def _budget_trim(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> 
         ctx.add(ctx.make(
             FindingKind.BUDGET_TRIM_DISTORTION, Outcome.OCCURRED, snapshot.turn,
             f"the token budget ({snapshot.budget.max_tokens}) trimmed lines {ranges} of [{item.citation_id}], "
-            f"losing {len(lost)} exception line(s) the model never saw; line {first_line}: \"{_short(first_text)}\"",
+            f"losing {len(lost)} exception line(s) the model never saw; line {first_line}: \"{clip(first_text, 90)}\"",
             snapshot_id=snapshot.id, source_ref=item.source_ref, citation_id=item.citation_id,
             stage=Stage.TRIMMED_AWAY,
         ))
@@ -491,10 +487,10 @@ def reply_findings(
         support = check_support(check.claim, check.item.visible_text)
         if support.supported:
             continue
-        missing = ", ".join(support.missing[:6]) or "(the claim has no key terms)"
+        missing = listing(support.missing, 6) or "(the claim has no key terms)"
         ctx.add(ctx.make(
             FindingKind.UNSUPPORTED_CITATION, Outcome.OCCURRED, turn,
-            f"[{check.item.citation_id}] does not support \"{_short(check.claim, 70)}\": "
+            f"[{check.item.citation_id}] does not support \"{clip(check.claim, 70)}\": "
             f"{len(support.found)}/{len(support.terms)} key terms in its visible text "
             f"(needs {SUPPORT_THRESHOLD:.0%}); missing: {missing}",
             snapshot_id=check.snapshot.id, source_ref=check.item.source_ref, citation_id=check.item.citation_id,

@@ -66,6 +66,7 @@ from scopelens.core.store.tables import (
     StoreHeadRow,
     table_of,
 )
+from scopelens.core.textsafety import clip, listing
 from scopelens.core.vocab import EventType, Stage
 
 APP_ID = "scopelens"
@@ -210,7 +211,7 @@ class Store:
             self._migrate()
             return
         if "scopelens_meta" not in tables or "scopelens_migrations" not in tables:
-            listed = ", ".join(sorted(tables)[:5])
+            listed = listing(sorted(tables), 5)
             raise NotAScopelensStoreError(
                 f"{display_url(self.url)} is a database but not a scopelens store (it has tables: {listed})"
             )
@@ -737,12 +738,16 @@ def _first_line(exc: BaseException) -> str:
     return message.splitlines()[0] if message else exc.__class__.__name__
 
 
+SUMMARY_WIDTH = 100
+"""Characters of an event's one-line summary; a longer one ends in "…"."""
+
+
 def event_summary(event: Event) -> str:
-    """A one-line human summary of an event, for listings."""
+    """A one-line human summary of an event, for listings (display text: never stored)."""
     payload = event.payload
     match event.type:
         case EventType.USER_MESSAGE | EventType.MODEL_RESPONSE:
-            return str(payload.get("text", "")).splitlines()[0][:100] if payload.get("text") else ""
+            return clip(str(payload.get("text", "")), SUMMARY_WIDTH)
         case EventType.MODEL_REQUEST:
             return f"request {payload['request_id']} snapshots={','.join(payload.get('snapshot_ids', []))}"
         case EventType.TOOL_STARTED | EventType.TOOL_FINISHED:
@@ -752,9 +757,9 @@ def event_summary(event: Event) -> str:
         case EventType.SESSION_STARTED:
             where = f"{payload.get('project', '')}@{payload.get('branch') or '-'}"
             agent = f" by {payload['agent']}" if payload.get("agent") else ""
-            return (f"session on {where}{agent}" + (f": {payload['title']}" if payload.get("title") else ""))[:100]
+            return clip(f"session on {where}{agent}" + (f": {payload['title']}" if payload.get("title") else ""), SUMMARY_WIDTH)
         case _:
-            return json.dumps(payload, ensure_ascii=False)[:100]
+            return clip(json.dumps(payload, ensure_ascii=False), SUMMARY_WIDTH)
 
 
 def refuse_secrets(what: str, value: Any) -> None:

@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane
 
 from scopelens.core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
+from scopelens.core.textsafety import listing, short
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.screens.paging import KeyPaging
@@ -153,7 +154,7 @@ class SnapshotScreen(InspectorScreen):
         title = self.query_one("#snapshot-title", Static)
         title.update(
             f"{'✓' if ok else '✗'} snapshot {view.id} · session {view.session_id} · turn {view.turn} · "
-            f"{view.created_at.strftime('%Y-%m-%d %H:%M:%S')} UTC · hash {view.content_hash[:12]}"
+            f"{view.created_at.strftime('%Y-%m-%d %H:%M:%S')} UTC · hash {short(view.content_hash)}"
         )
         title.set_class(not ok, "bad-mark")
         if not view.rows_ok:
@@ -193,10 +194,10 @@ class SnapshotScreen(InspectorScreen):
                        + (", ".join(f"{k.value} {v}" for k, v in budget.per_source.items()) or "-")),
             ("", ""),
             ("engine", pins.engine_version),
-            ("config hash", pins.config_hash[:16]),
-            ("policy hash", pins.policy_hash[:16]),
+            ("config hash", short(pins.config_hash, 16)),
+            ("policy hash", short(pins.policy_hash, 16)),
             ("index version", pins.index_version),
-            ("git", (pins.git_commit[:12] if pins.git_commit else "-") + (" (dirty)" if pins.git_dirty else "")),
+            ("git", short(pins.git_commit) + (" (dirty)" if pins.git_dirty else "")),
         ]
         # A grid keeps wrapped values under their column instead of under the labels.
         grid = RichTable.grid(padding=(0, 2))
@@ -210,9 +211,9 @@ class SnapshotScreen(InspectorScreen):
         table = self.query_one("#plan-table", DataTable)
         table.clear()
         for query in view.plan.sub_queries:
-            strongest = sorted(query.terms, key=lambda t: (-t.weight, t.term))[:6]
+            strongest = [f"{t.term}×{t.weight:g}" for t in sorted(query.terms, key=lambda t: (-t.weight, t.term))]
             table.add_row(query.id, query.intent.value, ", ".join(s.value for s in query.sources), str(query.top_k),
-                          query.min_authority.value, ", ".join(f"{t.term}×{t.weight:g}" for t in strongest),
+                          query.min_authority.value, listing(strongest, 6),
                           key=query.id)
         self._show_sub_query()
 

@@ -9,6 +9,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
 from scopelens.core.readmodel import EventView, SessionView, TurnView, VerifyStatus, turn_count
+from scopelens.core.textsafety import clip, listing, short
 from scopelens.core.vocab import EventType
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
@@ -30,6 +31,8 @@ COLUMNS = (
     Column("type", "event", 28, min_width=16),
     Column("summary", "summary", 40, min_width=12, flex=1),
 )
+OUTPUT_CHARS = 600
+"""Characters of a tool's output preview the detail pane shows; more ends in "…"."""
 
 
 class TimelineScreen(InspectorScreen):
@@ -93,7 +96,7 @@ class TimelineScreen(InspectorScreen):
                 table.add_row(str(turn.turn), str(event.seq), f"{ICONS[event.type]} {event.type.value}",
                               event.summary, key=f"{event.seq}")
                 self.rows.append((turn.turn, event.seq))
-        problems = "; ".join(message.status.problems[:2])
+        problems = listing(message.status.problems, 2, "; ")
         self.query_one("#timeline-status", Static).update(
             f"{turn_count(t.turn for t in self.turns)} turns · {len(self.rows)} events · verify {message.status.state}"
             + (f": {problems}" if problems else "")
@@ -127,11 +130,11 @@ class TimelineScreen(InspectorScreen):
         if event.snapshot_ids:
             lines.append("snapshots: " + ", ".join(event.snapshot_ids) + "  (enter opens)")
         if event.context_hash:
-            lines.append(f"context hash: {event.context_hash[:16]}…")
+            lines.append(f"context hash: {short(event.context_hash, 16)}")
         if event.cited_ids:
             lines.append("cites: " + ", ".join(event.cited_ids))
         if event.tool_output:
-            lines += ["output:", event.tool_output[:600]]
+            lines += ["output:", clip(event.tool_output, OUTPUT_CHARS, one_line=False)]
         detail.update("\n".join(lines))
 
     def _move_turn(self, step: int) -> None:

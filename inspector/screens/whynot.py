@@ -9,6 +9,7 @@ from textual.widgets import Header, Input, RadioButton, RadioSet, Static
 
 from scopelens.core.errors import ScopelensError
 from scopelens.core.readmodel import QUERY_KINDS, QueryKind, WhyNotAnswer
+from scopelens.core.textsafety import listing
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.widgets.footer import KeysFooter
@@ -92,5 +93,5 @@ class WhyNotScreen(InspectorScreen):
         if answer.sub_queries:
             lines += ["", "sub-queries that ran:"] + [f"  {q.id} · {q.intent} · top {q.top_k}" for q in answer.sub_queries]
         if answer.missing_terms:
-            lines += ["", f"its best chunk {answer.best_chunk} lacks: {', '.join(answer.missing_terms[:12])}"]
+            lines += ["", f"its best chunk {answer.best_chunk} lacks: {listing(answer.missing_terms, 12)}"]
         target.update("\n".join(lines))

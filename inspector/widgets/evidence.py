@@ -11,6 +11,7 @@ from textual.markup import escape
 from textual.widgets import Static
 
 from scopelens.core.readmodel import ItemView
+from scopelens.core.textsafety import short
 
 TAB_WIDTH = 4
 TRIM_MARKER = re.compile(r"\[… lines? (\d+)(?:-(\d+))? trimmed …\]")
@@ -60,7 +61,7 @@ class EvidenceText(VerticalScroll):
             f"[b]{escape(item.citation_id)} [/b]· {escape(item.source_ref)} · {item.evidence_kind} · trust {item.trust} · "
             f"authority {item.authority}",
             f"why: {escape(item.selected_reason)}" + (f" · {escape(item.label)}" if item.label else ""),
-            f"visible text hash {item.visible_text_hash[:16]}… {mark}",
+            f"visible text hash {short(item.visible_text_hash, 16)} {mark}",
             f"scores: final {item.scores.final:.3f} · lexical {item.scores.lexical:.2f} · anchor {item.scores.anchor:.2f}"
             f" · authority {item.scores.authority:.2f} · recency {item.scores.recency:.2f} · scope {item.scores.scope:.2f}"
             f" · action {item.scores.actionability:.2f} · diversity {item.scores.diversity:.2f}",

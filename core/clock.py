@@ -32,8 +32,20 @@ def parse_stored_time(value: str) -> datetime:
 
 
 def when(moment: datetime) -> str:
-    """A moment in human-facing text (reasons, findings): ISO-8601 UTC to the second."""
+    """A moment as people read it, the one display format of a time: ISO-8601 UTC to the
+    second with the ``Z`` marker (``2026-03-01T12:00:00Z``). Reasons, findings, CLI output and
+    the inspector all show times this way; a table's column header says ``(UTC)`` as well.
+    JSON keeps stored precision (:func:`stored_time`, or pydantic's ISO text, also with ``Z``)."""
     return utc(moment).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def when_stored(value: str) -> str:
+    """A stored time (ISO-8601 text) as :func:`when` shows it; text that is not a time (a damaged
+    row) is shown as it is, so a listing still opens."""
+    try:
+        return when(parse_stored_time(value))
+    except ValueError:
+        return value
 
 
 class Clock(Protocol):

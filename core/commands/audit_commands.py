@@ -13,6 +13,7 @@ from scopelens.core.audit.drift import compute_drift, drift_session, list_drift_
 from scopelens.core.audit.rebuild import rebuild_store
 from scopelens.core.audit.replay import ReplayedTurn, replay_session
 from scopelens.core.audit.whynot import QUERY_KINDS, QueryKind, why_not
+from scopelens.core.clock import when_stored
 from scopelens.core.contracts import DriftReport
 from scopelens.core.errors import IntegrityError, InvalidInputError
 from scopelens.core.output import console, print_json, progress_console, shows_progress
@@ -123,9 +124,9 @@ def run_drift(args: argparse.Namespace) -> int:
         if args.json:
             print_json("drift-runs", {"runs": [r.__dict__ for r in runs]})
             return 0
-        table = Table("run", "snapshot", "at", "index", "summary")
+        table = Table("run", "snapshot", "at (UTC)", "index", "summary")
         for r in runs:
-            table.add_row(r.id, r.snapshot_id, r.created_at, r.index_version, r.summary)
+            table.add_row(r.id, r.snapshot_id, when_stored(r.created_at), r.index_version, r.summary)
         console().print(table if runs else "No drift runs recorded yet.")
         return 0
     if bool(args.snapshot) == bool(args.session):

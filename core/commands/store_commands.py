@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
+from scopelens.core.clock import when
 from scopelens.core.errors import IntegrityError, InvalidInputError, UnknownIdError
 from scopelens.core.output import console, print_json
 from scopelens.core.store.checkpoint import (
@@ -89,13 +90,13 @@ def run_sessions(args: argparse.Namespace) -> int:
     if not summaries:
         out.print("No sessions in this store yet. Record one with `scopelens record` or try `scopelens demo`.")
         return 0
-    table = Table("session", "project", "branch", "started", "turns", "events", "snapshots", "head")
+    table = Table("session", "project", "branch", "started (UTC)", "turns", "events", "snapshots", "head")
     for s in summaries:
         table.add_row(
             s.header.id,
             s.header.project,
             s.header.branch or "-",
-            s.header.created_at.strftime("%Y-%m-%d %H:%M"),
+            when(s.header.created_at),
             str(s.turns),
             str(s.events),
             str(s.snapshots),
@@ -126,10 +127,10 @@ def run_show(args: argparse.Namespace) -> int:
         return 0
     out = console()
     out.print(f"[bold]{header.id}[/] project={header.project} branch={header.branch or '-'} {header.title}")
-    table = Table("#", "turn", "type", "at", "summary")
+    table = Table("#", "turn", "type", "at (UTC)", "summary")
     for event in events:
         table.add_row(
-            str(event.seq), str(event.turn), event.type.value, event.created_at.strftime("%H:%M:%S"), event_summary(event)
+            str(event.seq), str(event.turn), event.type.value, when(event.created_at), event_summary(event)
         )
     out.print(table)
     return 0

@@ -10,6 +10,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
+from scopelens.core.clock import when_stored
 from scopelens.core.readmodel import DriftItem, DriftReport, DriftRunSummary
 from scopelens.core.vocab import DRIFT_CLASS_MEANINGS, DriftClass
 from scopelens.inspector.actions import bindings_for
@@ -46,7 +47,7 @@ ITEM_COLUMNS = (
 )
 RUN_COLUMNS = (
     Column("run", "run", 18, min_width=12),
-    Column("at", "at (UTC)", 19, min_width=16),
+    Column("at", "at (UTC)", 20),
     Column("index", "index", 18, min_width=12, drop=1),
     Column("summary", "summary", 40, min_width=20, flex=1),
 )
@@ -114,7 +115,7 @@ class DriftScreen(InspectorScreen):
         table = self.query_one("#runs-table", DataTable)
         table.clear()
         for run in reversed(message.runs):
-            table.add_row(run.id, run.created_at[:19].replace("T", " "), run.index_version, run.summary)
+            table.add_row(run.id, when_stored(run.created_at), run.index_version, run.summary)
         if message.latest is not None and self.report is None:
             self.show_report(message.latest, note="latest recorded run")
         elif message.latest is None:

@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static
 
+from scopelens.core.clock import when
 from scopelens.core.readmodel import SESSION_SORTS, Page, SessionSort, SessionView, VerifyStatus
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, problem_line, shows_problems
@@ -24,9 +25,9 @@ VERIFY_BATCH = 20
 COLUMNS = (
     Column("verify", "✓", 1),
     Column("id", "session", 27),
-    Column("project", "project", 16, min_width=10),
+    Column("project", "project", 16, min_width=8),
     Column("branch", "branch", 10, min_width=6, drop=2),
-    Column("started", "started (UTC)", 16),
+    Column("started", "started (UTC)", 20),
     Column("turns", "turns", 5),
     Column("snapshots", "retrievals", 10, min_width=5, short="retr."),
     Column("title", "title", 40, min_width=16, flex=1, drop=3),
@@ -274,4 +275,4 @@ def _mark(status: VerifyStatus) -> Text:
 def _started(view: SessionView) -> Text:
     if view.started is None:
         return Text("unreadable", style="bold red")
-    return Text(view.started.strftime("%Y-%m-%d %H:%M"))
+    return Text(when(view.started))

@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane
 
+from scopelens.core.clock import when
 from scopelens.core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
 from scopelens.core.textsafety import listing, short
 from scopelens.inspector.actions import bindings_for
@@ -154,7 +155,7 @@ class SnapshotScreen(InspectorScreen):
         title = self.query_one("#snapshot-title", Static)
         title.update(
             f"{'✓' if ok else '✗'} snapshot {view.id} · session {view.session_id} · turn {view.turn} · "
-            f"{view.created_at.strftime('%Y-%m-%d %H:%M:%S')} UTC · hash {short(view.content_hash)}"
+            f"{when(view.created_at)} · hash {short(view.content_hash)}"
         )
         title.set_class(not ok, "bad-mark")
         if not view.rows_ok:
@@ -172,8 +173,8 @@ class SnapshotScreen(InspectorScreen):
         scope, pins = view.scope, view.pins
         tb, ep, budget = scope.time_boundary, scope.evidence_policy, scope.budget
 
-        def when(value: datetime | None) -> str:
-            return value.isoformat().replace("+00:00", "Z") if value is not None else "-"
+        def moment(value: datetime | None) -> str:
+            return when(value) if value is not None else "-"
 
         fields = [
             ("project", scope.project),
@@ -185,8 +186,8 @@ class SnapshotScreen(InspectorScreen):
             ("sources", ", ".join(s.value for s in scope.allowed_sources)),
             ("denied", ", ".join(s.value for s in scope.denied_sources) or "-"),
             ("path prefixes", ", ".join(scope.path_prefixes) or "(whole workspace)"),
-            ("time boundary", f"as_of {when(tb.as_of) if tb.as_of else 'the snapshot time'} · include_after "
-                              f"{when(tb.include_after)} · exclude_after {when(tb.exclude_after)} · stale memory "
+            ("time boundary", f"as_of {moment(tb.as_of) if tb.as_of else 'the snapshot time'} · include_after "
+                              f"{moment(tb.include_after)} · exclude_after {moment(tb.exclude_after)} · stale memory "
                               f"{'allowed' if tb.allow_stale_memory else 'refused'}"),
             ("evidence", f"citations {'required' if ep.require_citation else 'optional'} · accepted: "
                          f"{', '.join(a.value for a in ep.accepted_authority)} · max unverified {ep.max_unverified_items}"),

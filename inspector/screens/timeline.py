@@ -8,6 +8,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import DataTable, Header, Static
 
+from scopelens.core.clock import when
 from scopelens.core.readmodel import EventView, SessionView, TurnView, VerifyStatus, turn_count
 from scopelens.core.textsafety import clip, listing, short
 from scopelens.core.vocab import EventType
@@ -124,7 +125,7 @@ class TimelineScreen(InspectorScreen):
         if event is None:
             detail.update("This session has no events.")
             return
-        lines = [f"{event.type.value}  #{event.seq}  turn {event.turn}", event.at.strftime("%Y-%m-%d %H:%M:%S UTC"), ""]
+        lines = [f"{event.type.value}  #{event.seq}  turn {event.turn}", f"at {when(event.at)}", ""]
         if event.text:
             lines += [event.text, ""]
         if event.snapshot_ids:

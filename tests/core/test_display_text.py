@@ -1,14 +1,17 @@
-"""Display text is shortened one way ([3/9], CLI a new user can find their way in): :func:`clip`
-ends a cut with a single "…" and never cuts what fits; no display module slices text on its own."""
+"""Display text is shortened one way and times are shown one way ([3/9], CLI a new user can
+find their way in): :func:`clip` ends a cut with a single "…" and never cuts what fits;
+:func:`when` is the only display format of a time; no display module formats or slices on its own."""
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scopelens.core.clock import when, when_stored
 from scopelens.core.textsafety import ELLIPSIS, clip, listing, short
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,11 +63,32 @@ def test_a_shortened_list_says_how_many_it_left_out():
     assert listing([], 4) == ""
 
 
+def test_one_display_format_of_a_time_iso_utc_with_z():
+    moment = datetime(2026, 3, 1, 14, 0, 5, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert when(moment) == "2026-03-01T12:00:05Z"
+    assert when_stored("2026-03-01T12:00:05.123456Z") == "2026-03-01T12:00:05Z"
+    assert when_stored("2026-03-01T12:00:05+00:00") == when(datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC))
+    assert when_stored("not a time") == "not a time"  # a damaged row is shown as it is
+
+
+def test_display_modules_format_times_only_through_the_clock():
+    """strftime, isoformat or a hand-cut stored time in a CLI or inspector module would be a
+    second display format; JSON goes through output.print_json's encoder."""
+    offenders = []
+    for path in DISPLAY_MODULES:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if re.search(r"\.strftime\(|created_at\[:|\.replace\(\"T\", \" \"\)", line) or (
+                ".isoformat(" in line and path.name != "output.py"
+            ):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
 def test_display_modules_cut_text_only_through_clip():
     """A string slice with a literal width (``text[:80]``, ``path[-40:]``) in a CLI or inspector
     module cuts without the "…"; digests go through short(), text through clip()."""
     slice_of_text = re.compile(r"\[\s*-?\d+\s*:\s*\]|\[\s*:\s*-?\d+\s*\]")
-    allowed = re.compile(r"parts\[:-1\]|created_at\[:19\]")  # a separator dropped; a stored time to the second
+    allowed = re.compile(r"parts\[:-1\]")  # dropping a trailing separator, not a cut
     offenders = []
     for path in DISPLAY_MODULES:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.table import Table
 
-from scopelens.core.clock import parse_stored_time, when
+from scopelens.core.clock import when_stored
 from scopelens.core.contracts import MemoryRecord, RetrievalIntent, RetrievalScope, load_input_file
 from scopelens.core.memory import (
     deprecate,
@@ -145,8 +145,8 @@ def run_memory_history(args: argparse.Namespace) -> int:
     table = Table("version", "recorded (UTC)", "change", "status", "content")
     for version, record in zip(versions, records, strict=True):
         table.add_row(
-            str(version.version), when(parse_stored_time(version.recorded_at)), version.change.value, version.status,
-            record.content.splitlines()[0][:80] if record.content else "",
+            str(version.version), when_stored(version.recorded_at), version.change.value, version.status,
+            clip(record.content, 80),
         )
     console().print(table)
     return 0

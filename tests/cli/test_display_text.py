@@ -94,6 +94,7 @@ RUNS: dict[str, list[str]] = {
     "memory promote": ["memory", "promote", "mem-long"],
     "memory deprecate": ["memory", "deprecate", "mem-long"],
     "memory link-conflict": ["memory", "link-conflict", "mem-long", "mem-long"],
+    "memory history": ["memory", "history", "mem-long"],
     "record": ["record", "{script}", "--db", "{fresh}"],
     "sessions": ["sessions"],
     "show session": ["show", "{session}"],

@@ -160,11 +160,13 @@ class AcceptedAuthority(StrEnum):
 
 
 class MergePolicy(StrEnum):
-    """How sub-query results are merged."""
+    """How a plan's sub-query results merge into one `lexical` score (`core/pipeline/rerank.py`).
+    Plans use `interleave-by-relevance` unless the retriever is given another
+    (`Retriever(store, merge_policy=...)`); a snapshot records its plan's, and drift re-runs it."""
 
     INTERLEAVE_BY_RELEVANCE = "interleave-by-relevance"
-    AUTHORITY_FIRST = "authority-first"
-    EVIDENCE_BALANCED = "evidence-balanced"
+    RRF = "rrf"
+    GLOBAL_NORM = "global-norm"
 
 
 class EventType(StrEnum):
@@ -284,8 +286,24 @@ class Outcome(StrEnum):
     DETECTED = "detected"
 
 
+MERGE_POLICY_MEANINGS: dict[MergePolicy, str] = {
+    MergePolicy.INTERLEAVE_BY_RELEVANCE: (
+        "each candidate's BM25 score divided by the best score of its own sub-query (the best over "
+        "its sub-queries): the best match of every sub-query counts as fully matching its question"
+    ),
+    MergePolicy.RRF: (
+        "reciprocal rank fusion: the sum over the candidate's sub-queries of 1 / (60 + its rank in "
+        "that sub-query), divided by the best such sum; a candidate several sub-queries find rises"
+    ),
+    MergePolicy.GLOBAL_NORM: (
+        "each candidate's BM25 score divided by the best score across all sub-queries: a sub-query "
+        "whose best match scores low keeps that low score"
+    ),
+}
+
 MEMBER_MEANINGS: dict[type[StrEnum], Mapping[Any, str]] = {
     DriftClass: DRIFT_CLASS_MEANINGS,
+    MergePolicy: MERGE_POLICY_MEANINGS,
     MemoryChange: MEMORY_CHANGE_MEANINGS,
 }
 """Vocabularies whose members each carry a definition in ``docs/vocabulary.md``."""

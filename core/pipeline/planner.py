@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scopelens.core.contracts import RetrievalIntent, RetrievalPlan, RetrievalScope, SubQuery, WeightedTerm
 from scopelens.core.index.tokenizer import has_cjk, tokenize
-from scopelens.core.vocab import Authority, EvidenceKind, Purpose, Source, SubQueryIntent
+from scopelens.core.vocab import Authority, EvidenceKind, MergePolicy, Purpose, Source, SubQueryIntent
 
 TERM_WEIGHTS: dict[str, float] = {
     "anchor": 3.0,
@@ -173,8 +173,11 @@ REQUIRED_KIND_INTENT: dict[EvidenceKind, SubQueryIntent] = {
 }
 
 
-def plan(intent: RetrievalIntent, scope: RetrievalScope) -> RetrievalPlan:
-    """One sub-query per intent kind that the scope's sources allow, sharing the terms."""
+def plan(
+    intent: RetrievalIntent, scope: RetrievalScope, merge_policy: MergePolicy = MergePolicy.INTERLEAVE_BY_RELEVANCE
+) -> RetrievalPlan:
+    """One sub-query per intent kind that the scope's sources allow, sharing the terms; their
+    results merge under ``merge_policy`` (recorded in the plan, so drift re-runs it)."""
     terms = weighted_terms(intent)
     wanted = _wanted_intents(intent, scope)
     sub_queries: list[SubQuery] = []
@@ -198,7 +201,7 @@ def plan(intent: RetrievalIntent, scope: RetrievalScope) -> RetrievalPlan:
                 min_authority=SUBQUERY_MIN_AUTHORITY[kind],
             )
         )
-    return RetrievalPlan(sub_queries=tuple(sub_queries))
+    return RetrievalPlan(sub_queries=tuple(sub_queries), merge_policy=merge_policy)
 
 
 def _wanted_intents(intent: RetrievalIntent, scope: RetrievalScope) -> set[SubQueryIntent]:

@@ -2,10 +2,16 @@
 
 Each component is in [0, 1]:
 
-* ``lexical``: BM25 score divided by the best BM25 score of the same sub-query (the best
-  over the candidate's sub-queries). Each sub-query asks its own question (what code, what
-  rule, what memory), so the best rule for the task counts as fully matching its question
-  even when code scores higher in absolute BM25;
+* ``lexical``: the BM25 scores of the sub-queries merged under the plan's merge policy
+  (``MergePolicy``). The default, ``interleave-by-relevance``, divides a candidate's BM25
+  score by the best BM25 score of the same sub-query (the best over the candidate's
+  sub-queries): each sub-query asks its own question (what code, what rule, what memory), so
+  the best rule for the task counts as fully matching its question even when code scores
+  higher in absolute BM25. ``global-norm`` divides by the best score across all sub-queries
+  instead; ``rrf`` (reciprocal rank fusion) sums ``1 / (RRF_K + rank)`` over the candidate's
+  sub-queries, its rank in each being by BM25 score, and divides by the best sum. A candidate
+  found by several sub-queries carries one BM25 score, its best (recall keeps the best), and
+  every policy reads that score in each of them;
 * ``anchor``: the share of the intent's anchors (failing test, current files, symbols, the
   error text's handles) that the candidate's path, symbol or text hits;
 * ``authority``: from the source and memory status (high 1.0, medium 0.6, low 0.2);
@@ -33,7 +39,7 @@ from datetime import datetime
 from scopelens.core.contracts import SCORE_COMPONENTS, Candidate, RetrievalIntent, ScoreBreakdown
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.pipeline.planner import extract_handles
-from scopelens.core.vocab import Authority, EvidenceKind, Purpose
+from scopelens.core.vocab import Authority, EvidenceKind, MergePolicy, Purpose
 
 RELEVANCE = ("semantic", "lexical", "anchor", "scope")
 PRIORS = ("authority", "recency", "actionability", "diversity")
@@ -66,6 +72,8 @@ ACTIONABILITY: dict[Purpose, dict[EvidenceKind, float]] = {
                               EvidenceKind.EVENT: 0.4},
 }
 RECENCY_HALF_LIFE_DAYS = 30.0
+RRF_K = 60
+"""The rank constant of reciprocal rank fusion (the usual 60): a larger one flattens ranks."""
 
 
 def anchor_handles(intent: RetrievalIntent) -> list[str]:
@@ -121,22 +129,48 @@ def _recency(candidate: Candidate, as_of: datetime) -> float:
     return float(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS))
 
 
-def rerank(candidates: list[Candidate], intent: RetrievalIntent, purpose: Purpose, as_of: datetime) -> list[Candidate]:
-    """Score every candidate and return them in final order (best first)."""
-    if not candidates:
-        return []
-    weights = WEIGHTS[purpose]
+def merged_lexical(candidates: list[Candidate], merge_policy: MergePolicy) -> list[float]:
+    """Each candidate's ``lexical`` component in [0, 1], its sub-queries merged by ``merge_policy``."""
+    if merge_policy == MergePolicy.GLOBAL_NORM:
+        best = max((c.scores.lexical for c in candidates), default=0.0)
+        return [c.scores.lexical / best if best > 0 else 0.0 for c in candidates]
+    if merge_policy == MergePolicy.RRF:
+        members: dict[str, list[Candidate]] = {}
+        for candidate in candidates:
+            for query_id in dict.fromkeys(candidate.sub_query_ids):
+                members.setdefault(query_id, []).append(candidate)
+        fused: dict[str, float] = {}
+        for found in members.values():
+            # Ties in score take the rerank's own tie order, so fusion is deterministic.
+            ordered = sorted(found, key=lambda c: (-c.scores.lexical, c.source_ref, c.id))
+            for rank, candidate in enumerate(ordered, start=1):
+                fused[candidate.id] = fused.get(candidate.id, 0.0) + 1.0 / (RRF_K + rank)
+        best = max(fused.values(), default=0.0)
+        return [fused.get(c.id, 0.0) / best if best > 0 else 0.0 for c in candidates]
     best_of_query: dict[str, float] = {}
     for candidate in candidates:
         for query_id in candidate.sub_query_ids:
             best_of_query[query_id] = max(best_of_query.get(query_id, 0.0), candidate.scores.lexical)
+    return [
+        max((c.scores.lexical / best_of_query[q] for q in c.sub_query_ids if best_of_query.get(q)), default=0.0)
+        for c in candidates
+    ]
+
+
+def rerank(
+    candidates: list[Candidate],
+    intent: RetrievalIntent,
+    purpose: Purpose,
+    as_of: datetime,
+    merge_policy: MergePolicy = MergePolicy.INTERLEAVE_BY_RELEVANCE,
+) -> list[Candidate]:
+    """Score every candidate and return them in final order (best first)."""
+    if not candidates:
+        return []
+    weights = WEIGHTS[purpose]
     handles = anchor_handles(intent)
     scored: list[Candidate] = []
-    for candidate in candidates:
-        lexical = max(
-            (candidate.scores.lexical / best_of_query[q] for q in candidate.sub_query_ids if best_of_query.get(q)),
-            default=0.0,
-        )
+    for candidate, lexical in zip(candidates, merged_lexical(candidates, merge_policy), strict=True):
         parts = {
             "semantic": 0.0,
             "lexical": lexical,

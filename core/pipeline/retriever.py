@@ -54,7 +54,7 @@ from scopelens.core.pipeline.trim import fit_to_budget
 from scopelens.core.redact import redact_document
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexRunRow, SessionHeadRow
-from scopelens.core.vocab import EvidenceKind, Stage
+from scopelens.core.vocab import EvidenceKind, MergePolicy, Stage
 
 SELECTED_REASONS = (
     ("anchor", "hits an anchor of the task"),
@@ -171,7 +171,7 @@ def run_pipeline(
     recalled = Recall(store, scorer, policy).run(retrieval_plan.sub_queries, scope, window)
     probed = probe(store, scorer, retrieval_plan.sub_queries, scope, window, {c.id for c in recalled})
     boundary = filter_boundary(recalled, scope, policy, window, sub_queries)
-    ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of)
+    ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of, retrieval_plan.merge_policy)
     packed = pack(ranked, scope.budget, intent.required_evidence)
     strong_terms = [t.term for q in retrieval_plan.sub_queries[:1] for t in q.terms if t.weight >= 2.0]
     trimmed = fit_to_budget(
@@ -202,13 +202,16 @@ class Retriever:
         clock: Clock | None = None,
         ids: IdSource | None = None,
         engine_version: str = ENGINE_VERSION,
+        merge_policy: MergePolicy = MergePolicy.INTERLEAVE_BY_RELEVANCE,
     ) -> None:
+        """``merge_policy``: how the plans this retriever makes merge their sub-queries' scores."""
         self.store = store
         self.policy = policy or Policy()
         self.workspace_root = str(Path(workspace_root).resolve()) if workspace_root else None
         self.clock = clock or store.clock or SystemClock()
         self.ids = ids or store.ids or RandomIds()
         self.engine_version = engine_version
+        self.merge_policy = merge_policy
         self.scorer = Scorer(store)
 
     def retrieve(
@@ -254,7 +257,7 @@ class Retriever:
             workspace_root=self.workspace_root, branch=branch,
         )
         now = self.clock.now()
-        retrieval_plan = plan(intent, scope)
+        retrieval_plan = plan(intent, scope, self.merge_policy)
         outcome = run_pipeline(self.store, self.scorer, self.policy, intent, scope, retrieval_plan, now)
         ranked = outcome.ranked
 

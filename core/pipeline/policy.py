@@ -21,6 +21,7 @@ Example::
 
     [memory]
     deprecated_as_history = true
+    max_candidates_probed = 3
 
     [budget]
     max_tokens = 1200
@@ -64,7 +65,8 @@ class MemoryRules(Contract):
     deprecated_as_history: bool = True
     """Deprecated memories may appear, labelled as history; otherwise they are dropped."""
     max_candidates_probed: int = Field(default=3, ge=0)
-    """How many candidate (unverified) memories the audit records as withheld per query."""
+    """How many memories the scope probe takes per query (the best-scoring) to record what the
+    scope withheld: another project's are counted, a denied memory source's named. 0: none."""
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,13 @@ def probe(
     scope: RetrievalScope,
     window: TimeWindow,
     recalled_ids: set[str],
+    memory_limit: int = PROBE_TOP_K,
 ) -> list[RejectedItem]:
-    """Rejections for what the scope withheld, one per chunk or memory, in probe order."""
+    """Rejections for what the scope withheld, one per chunk or memory, in probe order.
+
+    ``memory_limit`` is how many memories the probe takes per sub-query's terms (the policy's
+    ``[memory] max_candidates_probed``); 0 leaves memory out of the probe.
+    """
     rejected: dict[str, RejectedItem] = {}
     elsewhere: dict[Source, set[str]] = {}
     """Hits in other projects, per source: counted, never recorded by name."""
@@ -86,9 +91,9 @@ def probe(
             if verdict is not None:
                 rejected[candidate_id] = _item(candidate_id, row, *verdict)
         wants_memory = Source.MEMORY in sub_query.sources or Source.MEMORY in scope.denied_sources
-        if wants_memory and tuple(terms) not in memory_probed:
+        if wants_memory and memory_limit > 0 and tuple(terms) not in memory_probed:
             memory_probed.add(tuple(terms))
-            for item in _memory_probe(store, terms, scope, window, elsewhere):
+            for item in _memory_probe(store, terms, scope, window, elsewhere, memory_limit):
                 rejected.setdefault(item.candidate_id, item)
         session_sources = frozenset(sub_query.sources) & SESSION_SOURCES
         if session_sources:
@@ -181,14 +186,14 @@ def _why_withheld(row: dict[str, Any], scope: RetrievalScope, window: TimeWindow
 
 def _memory_probe(
     store: Store, terms: list[tuple[str, float]], scope: RetrievalScope, window: TimeWindow,
-    elsewhere: dict[Source, set[str]],
+    elsewhere: dict[Source, set[str]], limit: int,
 ) -> list[RejectedItem]:
     records = all_current_memories(store, as_of=window.as_of if reads_the_past(scope) else None)
     scores = bm25_scores(terms, [record.content for record, _ in records])
     floor = MEMORY_PROBE_FLOOR * max(scores, default=0.0)
     ranked = sorted(
         ((s, r, d) for s, (r, d) in zip(scores, records, strict=True) if s > 0 and s >= floor), key=lambda t: (-t[0], t[1].id)
-    )[:PROBE_TOP_K]
+    )[:limit]
     items = []
     for _score, record, digest in ranked:
         if record.project != scope.project:

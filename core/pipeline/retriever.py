@@ -169,7 +169,8 @@ def run_pipeline(
     window = time_window(scope, now)
     sub_queries = {q.id: q for q in retrieval_plan.sub_queries}
     recalled = Recall(store, scorer, policy).run(retrieval_plan.sub_queries, scope, window)
-    probed = probe(store, scorer, retrieval_plan.sub_queries, scope, window, {c.id for c in recalled})
+    probed = probe(store, scorer, retrieval_plan.sub_queries, scope, window, {c.id for c in recalled},
+                   memory_limit=policy.memory.max_candidates_probed)
     boundary = filter_boundary(recalled, scope, policy, window, sub_queries)
     ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of, retrieval_plan.merge_policy)
     packed = pack(ranked, scope.budget, intent.required_evidence)

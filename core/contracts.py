@@ -72,9 +72,16 @@ def parse_input(model: type[ModelT], data: Any, *, what: str) -> ModelT:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise InvalidInputError(
-            f"{what}: {where}: {first['msg']} ({exc.error_count()} problem(s))"
-        ) from None
+        removed = REMOVED_INPUT_FIELDS.get((model.__name__, where)) if first["type"] == "extra_forbidden" else None
+        message = f"no longer a field ({removed}); delete it" if removed else first["msg"]
+        raise InvalidInputError(f"{what}: {where}: {message} ({exc.error_count()} problem(s))") from None
+
+
+REMOVED_INPUT_FIELDS: dict[tuple[str, str], str] = {
+    ("RetrievalScope", "evidence_policy.require_snapshot"): "scopelens always writes a snapshot before it returns a block",
+}
+"""Fields an input document may still carry from an older version, by model and path: the
+one-line error says why each went instead of only that it is unknown."""
 
 
 def load_input_file(model: type[ModelT], path: Path, *, what: str) -> ModelT:
@@ -124,7 +131,6 @@ class EvidencePolicy(Contract):
     """What counts as acceptable evidence for this retrieval."""
 
     require_citation: bool = True
-    require_snapshot: bool = True
     accepted_authority: tuple[AcceptedAuthority, ...] = ALL_ACCEPTED_AUTHORITY
     max_unverified_items: int = Field(default=2, ge=0)
     """How many not-verified memories (history, conflicts) may be shown, labelled."""
@@ -152,6 +158,8 @@ class RetrievalScope(UtcModel):
     workspace_root: str | None = None
     branch: str | None = None
     task_id: str | None = None
+    """The harness's name for the task this retrieval serves (an issue, a ticket, a benchmark
+    instance): recorded with the scope in the snapshot and shown in the inspector's Scope tab."""
     purpose: Purpose = Purpose.ANSWER_QUESTION
     allowed_sources: tuple[Source, ...] = ALL_SOURCES
     denied_sources: tuple[Source, ...] = ()
@@ -209,7 +217,6 @@ class SubQuery(Contract):
     sources: tuple[Source, ...]
     top_k: int = Field(default=10, ge=1)
     min_authority: Authority = Authority.LOW
-    max_age_days: int | None = None
 
 
 class RetrievalPlan(Contract):
@@ -217,7 +224,6 @@ class RetrievalPlan(Contract):
 
     sub_queries: tuple[SubQuery, ...]
     merge_policy: MergePolicy = MergePolicy.INTERLEAVE_BY_RELEVANCE
-    output_shape: Literal["context-block", "citation-pack", "model-brief"] = "context-block"
 
 
 # --------------------------------------------------------------------------- candidates

@@ -175,6 +175,9 @@ def _copy_snapshot(old: Store, new: Store, snapshot_id: str, hashes: _Hashes) ->
     document["pins"]["policy_hash"] = sha256_hex(policy)
     hashes.note(policy_hash, document["pins"]["policy_hash"])
     snapshot = AuditSnapshot.model_validate(document)
-    new_hash = new.write_snapshot(snapshot, block, blobs=[policy])
+    # The document as stored, not re-serialised from the model: fields this version no longer
+    # has (an old plan's output_shape) stay, so a snapshot that held no secret keeps its hash.
+    body = canonical_json(document)
+    new_hash = new.write_snapshot(snapshot, block, blobs=[policy], document=body)
     hashes.note(stored.content_hash, new_hash)
-    return new_hash != stored.content_hash or canonical_json(snapshot) != as_bytes(stored.body)
+    return new_hash != stored.content_hash or body != as_bytes(stored.body)

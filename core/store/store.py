@@ -488,11 +488,15 @@ class Store:
 
     # ------------------------------------------------------------------ snapshots
 
-    def write_snapshot(self, snapshot: AuditSnapshot, context_block: str, *, blobs: Sequence[bytes] = ()) -> str:
+    def write_snapshot(
+        self, snapshot: AuditSnapshot, context_block: str, *, blobs: Sequence[bytes] = (), document: bytes | None = None
+    ) -> str:
         """Commit a snapshot, its blobs, its candidate rows and its event in one transaction.
 
         ``blobs`` are further content-addressed blobs the snapshot refers to: the policy it pins
-        must be among them or already stored.
+        must be among them or already stored. ``document`` is the canonical JSON to store when
+        it is not ``snapshot``'s own: a copy of a document written by an older version, with
+        fields this one no longer has (``rebuild``). It must read back as ``snapshot``.
 
         Returns the snapshot's content hash (SHA-256 of its stored bytes).
         """
@@ -502,9 +506,11 @@ class Store:
         for item in snapshot.selected:
             if text_hash(item.visible_text) != item.visible_text_hash:
                 raise InvalidInputError(f"snapshot {snapshot.id}: item {item.item_id} visible_text_hash is wrong")
-        refuse_secrets(f"snapshot {snapshot.id}", snapshot.model_dump(mode="json"))
+        if document is not None and AuditSnapshot.model_validate_json(document) != snapshot:
+            raise InvalidInputError(f"snapshot {snapshot.id}: the document to store does not read as the snapshot")
+        body = canonical_json(snapshot) if document is None else document
+        refuse_secrets(f"snapshot {snapshot.id}", snapshot.model_dump(mode="json") if document is None else json.loads(body))
         refuse_secrets(f"snapshot {snapshot.id} context block", context_block)
-        body = canonical_json(snapshot)
         content_hash = sha256_hex(body)
         with self.write() as conn:
             self._lock_store_head(conn)

@@ -180,6 +180,7 @@ class SnapshotScreen(InspectorScreen):
             ("project", scope.project),
             ("branch", scope.branch or "-"),
             ("workspace", scope.workspace_root or "-"),
+            ("task", scope.task_id or "-"),
             ("purpose", scope.purpose.value),
             ("user", f"{scope.user_id} (roles: {', '.join(scope.permission_context.roles) or '-'}; "
                      f"grants: {', '.join(scope.permission_context.grants) or '-'})"),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import sqlite3
 from datetime import timedelta
 
+from rich.console import Console
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from scopelens.core.contracts import RetrievalBudget, RetrievalScope
@@ -257,3 +259,20 @@ async def test_candidates_from_an_earlier_filter_are_never_shown(sample_store):
         screen.post_message(screen.CandidatesLoaded(old_page, False, screen.paging.generation - 1))
         await settle(pilot)
         assert [key.value for key in table.rows] == filtered
+
+
+async def test_the_scope_tab_shows_the_task_the_retrieval_served(tmp_path):
+    """`task_id` is the harness's name for the task: recorded with the scope and shown here."""
+    lab = Lab(tmp_path)
+    lab.index(lab.workspace("a", AUTH_FILES), "alpha")
+    observation = lab.retriever().retrieve(FIX_TEST, RetrievalScope(project="alpha", task_id="WEB-142"))
+    lab.close()
+    app = build_app(tmp_path / "lab.db")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(SnapshotScreen(observation.snapshot_id, tab="scope"))
+        await settle(pilot)
+        console = Console(width=160, record=True, file=io.StringIO())
+        console.print(app.screen.query_one("#scope-text", Static).content)
+        lines = console.export_text().splitlines()
+        assert any(line.split() == ["task", "WEB-142"] for line in lines), lines

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from scopelens.core.audit.rebuild import rebuild_store
 from scopelens.core.cli import main
+from scopelens.core.store.store import Store
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "stores" / "pre-2of9"
 SESSIONS = ("s-auth-role-mock-0001", "s-billing-cents-time-0001")
@@ -68,3 +71,21 @@ def test_the_old_stores_index_versions_keep_their_numbers(capsys, old_store, tmp
     assert (web["index_version"], fresh["index_version"]) == ("web-app@main#6", "fresh@main#1")
     after = json.loads(run(capsys, "verify", "--db", db, "--json"))
     assert after["clean"] is True, after["problems"]
+
+
+def test_a_rebuild_copies_its_snapshots_byte_for_byte(capsys, old_store, tmp_path):
+    """Its snapshots carry fields this version no longer has (require_snapshot, output_shape,
+    max_age_days): a rebuild copies a snapshot that held no secret as stored, those included,
+    so its hash and the chain that records it stay what they were."""
+    db = str(old_store)
+    run(capsys, "migrate", "--db", db)
+    with sqlite3.connect(old_store) as conn:
+        ids = [row[0] for row in conn.execute("SELECT id FROM snapshots ORDER BY id")]
+    with Store.open(db, read_only=True) as old:
+        before = {sid: old.get_snapshot(sid).body for sid in ids}
+        with Store.open(str(tmp_path / "new.db"), create=True) as new:
+            report = rebuild_store(old, new)
+            after = {sid: new.get_snapshot(sid).body for sid in ids}
+    assert report.snapshots == 5 and report.snapshots_changed == 0
+    assert after == before
+    assert all(b'"require_snapshot"' in body and b'"output_shape"' in body for body in after.values())

@@ -20,6 +20,11 @@ Two things are decided here so no caller has to know them:
   during such a read appends to its own WAL; the main file changes only at a checkpoint (when
   the WAL passes 1000 pages, or when the last writer closes), the one case in which a long
   immutable read could see a newer page (docs/security.md).
+* **Writable SQLite stores keep their connections** (a pool), read-only ones do not. With a
+  connection made and closed per transaction, each close was the last connection to the WAL
+  store, so SQLite checkpointed the WAL and deleted it, and the next transaction re-created
+  it: about 40% of a small retrieval's time. A read-only connection is still made per
+  transaction, because whether it may read the file as immutable is decided when it connects.
 * **Paths are never parsed as URLs.** A bare path becomes a URL with its special characters
   percent-encoded, and SQLite connections are made from the decoded path (a ``#``, ``?`` or
   ``%20`` in a directory name stays what it is).
@@ -35,7 +40,7 @@ from urllib.parse import quote
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import NullPool, QueuePool
 
 from scopelens.core.errors import StoreUnavailableError
 
@@ -125,7 +130,7 @@ def _sqlite_engine(url: str, *, read_only: bool) -> Engine:
         def connect() -> sqlite3.Connection:
             return sqlite3.connect(sqlite_uri(path, read_only=read_only), uri=True, check_same_thread=False)
 
-        engine = create_engine("sqlite+pysqlite://", creator=connect, poolclass=NullPool)
+        engine = create_engine("sqlite+pysqlite://", creator=connect, poolclass=NullPool if read_only else QueuePool)
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:

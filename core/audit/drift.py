@@ -47,7 +47,7 @@ from scopelens.core.contracts import (
     SnapshotItem,
 )
 from scopelens.core.errors import IntegrityError, UnknownIdError
-from scopelens.core.hashing import as_bytes, canonical_json, document_hash, sha256_hex
+from scopelens.core.hashing import as_bytes, canonical_json, document_hash, sha256_hex, text_hash
 from scopelens.core.index.chunks import fetch_chunks
 from scopelens.core.index.indexer import index_version
 from scopelens.core.index.scorer import Scorer
@@ -70,11 +70,13 @@ class DriftRunSummary:
 
 @dataclass(frozen=True)
 class _Place:
-    """Where an item's lines live: its branch and workspace root, and the chunk's symbol."""
+    """Where an item's lines live: its branch and workspace root, the chunk's symbol, and the
+    hash of the chunk's whole text (before budget trimming: what the source says at the range)."""
 
     branch: str | None
     root: str | None
     symbol: str | None
+    source_text_hash: str | None = None
 
 
 _RECORD = _Place(None, None, None)
@@ -107,7 +109,9 @@ def locate(store: Store, items: Iterable[Located]) -> dict[str, _Place | None]:
         own = chunk is not None and (chunk.path, chunk.start_line, chunk.end_line, chunk.content_hash) == (
             item.path, item.line_start, item.line_end, item.source_version
         )
-        places[item.candidate_id] = _Place(chunk.branch or None, chunk.root, chunk.symbol) if chunk and own else None
+        places[item.candidate_id] = (
+            _Place(chunk.branch or None, chunk.root, chunk.symbol, text_hash(chunk.text)) if chunk and own else None
+        )
     return places
 
 
@@ -157,13 +161,27 @@ def recorded_policy(store: Store, snapshot: AuditSnapshot) -> Policy:
         ) from None
 
 
+def _same_source_text(then: SnapshotItem, at: _Place | None, now: SnapshotItem, now_at: _Place | None) -> bool:
+    """Whether the source says the same at both items' ranges, however each was trimmed.
+
+    The same version of the same range says the same; chunks located in the index compare
+    their whole texts; otherwise (a record, or a chunk no longer in the index) only the
+    visible texts can be compared.
+    """
+    if then.source_ref == now.source_ref and then.source_version == now.source_version:
+        return True
+    if at is not None and now_at is not None and at.source_text_hash and now_at.source_text_hash:
+        return at.source_text_hash == now_at.source_text_hash
+    return then.visible_text == now.visible_text
+
+
 def _same_lines_same_text(then: SnapshotItem, at: _Place | None, now: SnapshotItem, now_at: _Place | None) -> bool:
-    return _same_place(at, now_at) and now.source_ref == then.source_ref and now.visible_text == then.visible_text
+    return _same_place(at, now_at) and now.source_ref == then.source_ref and _same_source_text(then, at, now, now_at)
 
 
 def _other_lines_same_text(then: SnapshotItem, at: _Place | None, now: SnapshotItem, now_at: _Place | None) -> bool:
     return (_same_place(at, now_at) and then.path is not None and now.path == then.path
-            and now.visible_text == then.visible_text)
+            and _same_source_text(then, at, now, now_at))
 
 
 def _same_lines_new_text(then: SnapshotItem, at: _Place | None, now: SnapshotItem, now_at: _Place | None) -> bool:
@@ -212,7 +230,7 @@ def classify(
     for index, then in enumerate(frozen.selected):
         if index in matches:
             now = matches[index]
-            results.append(_compare(then, now, now_at(now.candidate_id) or then_at(then.candidate_id)))
+            results.append(_compare(then, now, then_at(then.candidate_id), now_at(now.candidate_id)))
             continue
         place = then_at(then.candidate_id)
         stage, reason = _now_rejected(then, place, rejected_today, now_at)
@@ -240,14 +258,19 @@ _LABELS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _compare(then: SnapshotItem, now: SnapshotItem, place: _Place | None) -> DriftItem:
-    """One matched pair: every difference recorded, the class by precedence (see DriftClass)."""
+def _compare(then: SnapshotItem, now: SnapshotItem, at: _Place | None, now_at: _Place | None) -> DriftItem:
+    """One matched pair: every difference recorded, the class by precedence (see DriftClass).
+
+    ``content-changed`` means the source says something else at the item's range; the same
+    text trimmed otherwise for today's budget is noted, with the diff of what is shown."""
+    place = now_at or at
     labels = tuple(
         LabelChange(field=name, then=str(getattr(then, attr)), now=str(getattr(now, attr)))
         for name, attr in _LABELS
         if getattr(then, attr) != getattr(now, attr)
     )
-    text_changed = then.visible_text != now.visible_text
+    shown_otherwise = then.visible_text != now.visible_text
+    text_changed = not _same_source_text(then, at, now, now_at)
     lines_changed = then.source_ref != now.source_ref
     applies = {
         DriftClass.RELABELLED: bool(labels),
@@ -264,8 +287,8 @@ def _compare(then: SnapshotItem, now: SnapshotItem, place: _Place | None) -> Dri
     notes += [f"{change.field} {change.then} -> {change.now}" for change in labels]
     if text_changed and drift_class != DriftClass.CONTENT_CHANGED:
         notes.append("text changed too (see the diff)")
-    if text_changed and then.source_version == now.source_version:
-        notes.append("same version of the source, shown otherwise (trimmed or projected)")
+    if shown_otherwise and not text_changed:
+        notes.append("same text at these lines, shown otherwise (trimmed or projected)")
     if lines_changed:
         notes.append(_range_note(then, now))
     if then.rank != now.rank:
@@ -276,7 +299,7 @@ def _compare(then: SnapshotItem, now: SnapshotItem, place: _Place | None) -> Dri
     return DriftItem(
         drift_class=drift_class, source_ref=now.source_ref, path=now.path, frozen_rank=then.rank, today_rank=now.rank,
         frozen_version=then.source_version, today_version=now.source_version,
-        diff=_diff(then, now) if text_changed else None, reason="; ".join(notes) or None,
+        diff=_diff(then, now) if shown_otherwise else None, reason="; ".join(notes) or None,
         frozen_source_ref=then.source_ref if lines_changed else None,
         frozen_citation=then.citation_id, today_citation=now.citation_id, label_changes=labels,
         changed_elsewhere=changed_elsewhere, **_where(place),

@@ -269,3 +269,30 @@ def test_one_class_by_precedence_and_every_difference_recorded(text, lines, rank
     assert item.frozen_source_ref == ("src/m1.py:1-2" if lines else None)
     assert bool(item.label_changes) == relabel
     assert (item.frozen_rank, item.today_rank) == (1, 5 if rank else 1)
+
+
+def test_the_same_text_trimmed_otherwise_today_is_not_content_changed():
+    """Found by the oracle: after an edit elsewhere in the file, today's budget trimmed an item
+    the snapshot had shown whole, and drift called it content-changed although the source says
+    the same at its lines. The class follows the source text; what is shown differs is noted."""
+    from scopelens.core.audit.drift import _Place
+    from scopelens.core.contracts import TrimRange
+
+    frozen, _block = make_snapshot("s1", "sess", texts=("def f():\n    return 1", "def g():\n    return 2"))
+    then = frozen.selected[0]
+    trimmed = then.model_copy(update={
+        "visible_text": "def f():\n[… line 2 trimmed …]", "source_version": "v-new",
+        "trim_ranges": (TrimRange(start_line=2, end_line=2, start_char=9, end_char=21),),
+    })
+    same, other = _Place(None, None, "f", "hash-of-f"), _Place(None, None, "f", "hash-of-f-edited")
+
+    item = classify(frozen, [trimmed, frozen.selected[1]], [], {then.candidate_id: same}, {then.candidate_id: same})[0]
+    assert item.drift_class == DriftClass.UNCHANGED and item.changed_elsewhere
+    assert "shown otherwise" in (item.reason or "") and "+[… line 2 trimmed …]" in (item.diff or "")
+
+    item = classify(frozen, [trimmed, frozen.selected[1]], [], {then.candidate_id: same}, {then.candidate_id: other})[0]
+    assert item.drift_class == DriftClass.CONTENT_CHANGED and item.diff
+
+    same_version = trimmed.model_copy(update={"source_version": then.source_version})
+    item = classify(frozen, [same_version, frozen.selected[1]], [])[0]
+    assert item.drift_class == DriftClass.UNCHANGED and not item.changed_elsewhere, "same version: same text"

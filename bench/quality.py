@@ -737,6 +737,15 @@ def run_bench(tasks: Sequence[Task], cache: Path, log: Callable[[str], None] = p
     }
 
 
+def rereport(previous: dict[str, Any]) -> dict[str, Any]:
+    """A saved result (``--json``) reported again by this code: the per-task rows are kept, the
+    summaries, folds and tables recomputed (no retrieval runs)."""
+    results = [TaskResult(**row) for row in previous["tasks"]]
+    placeholder = Workspace("-", lambda _dest: None)
+    tasks = [Task(r.task_id, r.set, r.repo, "", tuple(r.gold_files), placeholder) for r in results]
+    return {**previous, "report": report(tasks, results)}
+
+
 def collect_tasks(args: argparse.Namespace, log: Callable[[str], None]) -> tuple[list[Task], dict[str, Any]]:
     wanted = SETS if args.set == "all" else (args.set,)
     tasks: list[Task] = []
@@ -776,12 +785,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pydicom", type=Path, default=PYDICOM_INSTANCE, help="the pydicom instance JSON")
     parser.add_argument("--inject-count", type=int, default=200, help="bug-injection tasks to generate (default 200)")
     parser.add_argument("--inject-seed", type=int, default=SEED)
+    parser.add_argument("--report-from", type=Path, metavar="JSON",
+                        help="print the tables of a saved --json result again (recomputed summaries; no retrieval)")
     args = parser.parse_args(argv)
     args.cache = args.cache.expanduser().resolve()
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    if args.report_from:
+        result = rereport(json.loads(args.report_from.read_text(encoding="utf-8")))
+        print(format_table(result))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return 0
     try:
         tasks, extra = collect_tasks(args, log)
         if not tasks:

@@ -58,6 +58,8 @@ PER_MODULE_KEEP = 4
 PER_MODULE_TRIES = 10
 QUERY_CHARS = 3000
 FAKE_LIB = "/home/dev/cpython/Lib"
+STDLIB_REPO = "python/cpython-Lib"
+"""The inject set's one "repository" (the module is in each task id)."""
 KINDS = ("flip-comparison", "off-by-one", "wrong-constant", "swap-arguments")
 
 _FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
@@ -418,4 +420,4 @@ def load_tasks(cache: Path, *, count: int, seed: int, log: Callable[[str], None]
     log(f"bug-injection set: {len(rows)} tasks, python {manifest['python']}, seed {manifest['seed']}, "
         f"tasks sha256 {manifest['tasks_sha256'][:16]}")
     workspace = Workspace(f"stdlib-{python_tag()}", build_stdlib_tree)
-    return [Task(r.task_id, "inject", f"stdlib/{r.module}", r.query, (r.gold_file,), workspace) for r in rows], manifest
+    return [Task(r.task_id, "inject", STDLIB_REPO, r.query, (r.gold_file,), workspace) for r in rows], manifest

@@ -88,6 +88,8 @@ def test_quality_bench_end_to_end(dev_set: tuple[Path, Path], tmp_path: Path) ->
     loro = result["report"]["sets"]["dev"]["loro"]
     assert set(loro["folds"]) == {"demo/demo"} and loro["folds"]["demo/demo"]["bm25"] == total["bm25"]
     assert "| dev | **all** | 2 | bm25 | 0.00 | 0.50 | 0.50 | 0.25 | — |" in quality.format_table(result)
+    # A saved result reports again to the same summaries (``--report-from``).
+    assert quality.rereport(json.loads(json.dumps(result)))["report"] == json.loads(json.dumps(result["report"]))
     # The tree and the store are cached: a second run indexes nothing and gives the same rows.
     again = quality.run_bench(tasks, cache, log=lambda _m: None)
     assert again["timings"]["index_s"] == {}

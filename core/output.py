@@ -8,8 +8,22 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
 from scopelens.core.contracts import SCHEMA_VERSION
+
+
+def plain_row(table: Table, *cells: str) -> None:
+    """Add a row of data to a table: each cell as literal text, never read as rich markup
+    (a title or a path with ``[/]`` in it would raise, and ``[red]`` would restyle the output)."""
+    table.add_row(*(Text(cell) for cell in cells))
+
+
+def literal(value: object) -> str:
+    """Data put into a markup string, escaped so it prints as it is."""
+    return escape(str(value))
 
 
 def console() -> Console:

@@ -16,7 +16,7 @@ from scopelens.core.audit.whynot import QUERY_KINDS, QueryKind, why_not
 from scopelens.core.clock import when_stored
 from scopelens.core.contracts import DriftReport
 from scopelens.core.errors import IntegrityError, InvalidInputError
-from scopelens.core.output import console, print_json, progress_console, shows_progress
+from scopelens.core.output import console, literal, plain_row, print_json, progress_console, shows_progress
 from scopelens.core.store.store import Store, event_summary
 from scopelens.core.textsafety import short
 from scopelens.core.vocab import EventType
@@ -64,7 +64,8 @@ def run_replay(args: argparse.Namespace) -> int:
                               "turns": [_turn_json(t) for t in replayed.turns]})
     else:
         out = console()
-        out.print(f"[bold]session {replayed.header.id}[/] project {replayed.header.project} {replayed.header.title}")
+        header = replayed.header
+        out.print(f"[bold]session {literal(header.id)}[/] project {literal(header.project)} {literal(header.title)}")
         for turn in replayed.turns:
             _print_turn(out, turn)
         out.print("[green]all hashes verify[/]" if replayed.ok else "[red]some hashes do not verify[/]")
@@ -102,13 +103,13 @@ def _print_turn(out: Any, turn: ReplayedTurn) -> None:
     for event in turn.events:
         if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED:
             continue
-        out.print(f"[dim]#{event.seq}[/] [bold]{event.type.value}[/] {event_summary(event)}")
+        out.print(f"[dim]#{event.seq}[/] [bold]{event.type.value}[/] {literal(event_summary(event))}")
         if event.type == EventType.MODEL_RESPONSE and event.payload.get("cited_ids"):
-            out.print(f"    cites: {', '.join(event.payload['cited_ids'])}")
+            out.print(f"    cites: {', '.join(event.payload['cited_ids'])}", markup=False)
     for replayed in turn.snapshots:
         bad = [c for c in replayed.checks if not c.ok]
         mark = "[green]✓[/]" if not bad else "[red]✗[/]"
-        out.print(f"{mark} snapshot {replayed.snapshot.id} hash {short(replayed.content_hash)} "
+        out.print(f"{mark} snapshot {literal(replayed.snapshot.id)} hash {short(replayed.content_hash)} "
                   f"({len(replayed.snapshot.selected)} items)")
         out.print(replayed.context_block, markup=False, highlight=False)
         for check in bad:
@@ -126,7 +127,7 @@ def run_drift(args: argparse.Namespace) -> int:
             return 0
         table = Table("run", "snapshot", "at (UTC)", "index", "summary")
         for r in runs:
-            table.add_row(r.id, r.snapshot_id, when_stored(r.created_at), r.index_version, r.summary)
+            plain_row(table, r.id, r.snapshot_id, when_stored(r.created_at), r.index_version, r.summary)
         console().print(table if runs else "No drift runs recorded yet.")
         return 0
     if bool(args.snapshot) == bool(args.session):
@@ -150,8 +151,8 @@ def run_drift(args: argparse.Namespace) -> int:
 
 def _print_drift(report: DriftReport) -> None:
     out = console()
-    out.print(f"[bold]drift {report.id}[/] of snapshot {report.snapshot_id}: index {report.index_version_then} -> "
-              f"{report.index_version_now}")
+    out.print(f"[bold]drift {literal(report.id)}[/] of snapshot {literal(report.snapshot_id)}: index "
+              f"{literal(report.index_version_then)} -> {literal(report.index_version_now)}")
     out.print(f"engine {'changed' if report.engine_changed else 'unchanged'} ({report.engine_then} -> {report.engine_now}), "
               f"config {'changed' if report.config_changed else 'unchanged'}, "
               f"index {'changed' if report.index_changed else 'unchanged'}")
@@ -163,12 +164,12 @@ def _print_drift(report: DriftReport) -> None:
         if item.stage_today:
             note = f"{item.stage_today.value}: {note}"
         ref = f"{item.place()}:{item.source_ref}" if places and item.place() else item.source_ref
-        table.add_row(item.drift_class.value, ref, str(item.frozen_rank or "-"), str(item.today_rank or "-"), note)
+        plain_row(table, item.drift_class.value, ref, str(item.frozen_rank or "-"), str(item.today_rank or "-"), note)
     out.print(table)
     for item in report.items:
         if item.diff:  # set exactly when the text changed: content-changed, or relabelled with new text
             out.print(item.diff, markup=False, highlight=False)
-    out.print(report.summary())
+    out.print(report.summary(), markup=False)
 
 
 def run_why_not(args: argparse.Namespace) -> int:
@@ -199,11 +200,11 @@ def run_rebuild(args: argparse.Namespace) -> int:
         print_json("rebuild", dataclasses.asdict(report))
         return 0
     out = console()
-    out.print(f"rebuilt from {report.rebuilt_from}")
+    out.print(f"rebuilt from {report.rebuilt_from}", markup=False)
     out.print(
         f"{report.sessions} session(s), {report.events} event(s), {report.snapshots} snapshot(s) "
         f"({report.snapshots_changed} changed by redaction), {report.memories} memory record(s)"
     )
-    out.print(f"new store head: {report.new_head}; the origin is recorded in session {report.record_session}")
+    out.print(f"new store head: {report.new_head}; the origin is recorded in session {report.record_session}", markup=False)
     out.print("not copied: the workspace index (re-index it) and drift runs (drift re-computes them)")
     return 0

@@ -20,7 +20,7 @@ from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.index.walker import git_branch
-from scopelens.core.output import console, print_json, progress_console, shows_progress
+from scopelens.core.output import console, literal, plain_row, print_json, progress_console, shows_progress
 from scopelens.core.pipeline.policy import find_policy
 from scopelens.core.store.store import Store
 from scopelens.core.textsafety import clip, short
@@ -120,7 +120,7 @@ def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
     out = console()
     for skipped in report.skipped:
         if skipped.reason in ("symlink", "outside-root", "unreadable"):
-            out.print(f"[yellow]{skipped.message}[/]")
+            out.print(f"[yellow]{literal(skipped.message)}[/]")
     git = f" git {short(report.git_commit)}{' (dirty)' if report.git_dirty else ''}" if report.git_commit else ""
     if report.nothing_changed:
         out.print(
@@ -178,6 +178,6 @@ def run_search(args: argparse.Namespace) -> int:
     table = Table("#", "score", "source_ref", "symbol", "source")
     for row in results:
         cells = (row["source_ref"], row["symbol"] or "", row["source"])
-        table.add_row(str(row["rank"]), f"{row['score']:.3f}", *(str(cell) for cell in cells))
+        plain_row(table, str(row["rank"]), f"{row['score']:.3f}", *(str(cell) for cell in cells))
     out.print(table)
     return 0

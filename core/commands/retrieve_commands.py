@@ -22,7 +22,7 @@ from scopelens.core.memory import (
     promote,
     read_jsonl,
 )
-from scopelens.core.output import console, print_json
+from scopelens.core.output import console, plain_row, print_json
 from scopelens.core.pipeline.policy import find_policy
 from scopelens.core.pipeline.retriever import Retriever
 from scopelens.core.store.store import Store
@@ -117,7 +117,8 @@ def run_memory_list(args: argparse.Namespace) -> int:
         return 0
     table = Table("id", "project", "status", "content")
     for record in records:
-        table.add_row(
+        plain_row(
+            table,
             record.id, record.project, record.status.value, clip(record.content, 80)
         )
     console().print(table)
@@ -127,7 +128,7 @@ def run_memory_list(args: argparse.Namespace) -> int:
 def run_memory_status(args: argparse.Namespace) -> int:
     with Store.open(args.db) as store:
         record = (promote if args.action == "promote" else deprecate)(store, args.id)
-    console().print(f"memory {record.id} is now {record.status.value}")
+    console().print(f"memory {record.id} is now {record.status.value}", markup=False)
     return 0
 
 
@@ -144,7 +145,8 @@ def run_memory_history(args: argparse.Namespace) -> int:
         return 0
     table = Table("version", "recorded (UTC)", "change", "status", "content")
     for version, record in zip(versions, records, strict=True):
-        table.add_row(
+        plain_row(
+            table,
             str(version.version), when_stored(version.recorded_at), version.change.value, version.status,
             clip(record.content, 80),
         )
@@ -155,5 +157,5 @@ def run_memory_history(args: argparse.Namespace) -> int:
 def run_memory_link(args: argparse.Namespace) -> int:
     with Store.open(args.db) as store:
         first, second = link_conflict(store, args.first, args.second)
-    console().print(f"memories {first.id} and {second.id} are now conflicted")
+    console().print(f"memories {first.id} and {second.id} are now conflicted", markup=False)
     return 0

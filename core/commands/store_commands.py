@@ -11,7 +11,7 @@ from rich.table import Table
 
 from scopelens.core.clock import when
 from scopelens.core.errors import IntegrityError, InvalidInputError, UnknownIdError
-from scopelens.core.output import console, print_json
+from scopelens.core.output import console, literal, plain_row, print_json
 from scopelens.core.store.checkpoint import (
     KEY_ENV,
     load_private_key,
@@ -92,7 +92,8 @@ def run_sessions(args: argparse.Namespace) -> int:
         return 0
     table = Table("session", "project", "branch", "started (UTC)", "turns", "events", "snapshots", "head")
     for s in summaries:
-        table.add_row(
+        plain_row(
+            table,
             s.header.id,
             s.header.project,
             s.header.branch or "-",
@@ -126,10 +127,14 @@ def run_show(args: argparse.Namespace) -> int:
         )
         return 0
     out = console()
-    out.print(f"[bold]{header.id}[/] project={header.project} branch={header.branch or '-'} {header.title}")
+    out.print(
+        f"[bold]{literal(header.id)}[/] project={literal(header.project)} branch={literal(header.branch or '-')} "
+        f"{literal(header.title)}"
+    )
     table = Table("#", "turn", "type", "at (UTC)", "summary")
     for event in events:
-        table.add_row(
+        plain_row(
+            table,
             str(event.seq), str(event.turn), event.type.value, when(event.created_at), event_summary(event)
         )
     out.print(table)
@@ -143,12 +148,13 @@ def _show_snapshot(args: argparse.Namespace, stored: Any) -> int:
         return 0
     out = console()
     out.print(
-        f"[bold]{snapshot.id}[/] session={snapshot.session_id} turn={snapshot.turn} "
+        f"[bold]{literal(snapshot.id)}[/] session={literal(snapshot.session_id)} turn={snapshot.turn} "
         f"hash={short(stored.content_hash)} selected={len(snapshot.selected)} rejected={len(snapshot.rejected)}"
     )
     table = Table("cite", "source_ref", "kind", "final", "reason")
     for item in snapshot.selected:
-        table.add_row(
+        plain_row(
+            table,
             item.citation_id, item.source_ref, item.evidence_kind.value, f"{item.scores.final:.3f}", item.selected_reason
         )
     out.print(table)
@@ -171,7 +177,7 @@ def run_verify(args: argparse.Namespace) -> int:
             f"{report.snapshots} snapshots, {report.blobs} blobs, {report.memory_versions} memory versions)"
         )
         for problem in report.problems:
-            out.print(f"[red]{problem.kind}[/]: {problem.record}: {problem.detail}")
+            out.print(f"[red]{problem.kind}[/]: {literal(problem.record)}: {literal(problem.detail)}")
         if report.checkpoint is not None and report.checkpoint.holds:
             signature = (
                 "signature valid" if report.checkpoint.signature_checked
@@ -181,7 +187,7 @@ def run_verify(args: argparse.Namespace) -> int:
             out.print(f"checkpoint holds: the first {report.checkpoint.size} events are the ones it pinned ({signature})")
             if report.checkpoint.appended_since:
                 sessions = ", ".join(report.checkpoint.appended_sessions)
-                out.print(f"{report.checkpoint.appended_since} event(s) appended since, to: {sessions}")
+                out.print(f"{report.checkpoint.appended_since} event(s) appended since, to: {literal(sessions)}")
         out.print("[green]clean[/]" if report.clean else f"[red]{len(report.problems)} problem(s)[/]")
     if not report.clean:
         raise IntegrityError(f"verify found {len(report.problems)} problem(s)") if not args.json else _QuietFail()
@@ -191,7 +197,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def run_checkpoint(args: argparse.Namespace) -> int:
     if args.new_key:
         key_id = new_signing_key(args.new_key)
-        console().print(f"key {key_id}: private {args.new_key} (keep it secret), public {args.new_key}.pub")
+        console().print(f"key {key_id}: private {args.new_key} (keep it secret), public {args.new_key}.pub", markup=False)
         return 0
     key_path = args.key or (Path(os.environ[KEY_ENV]) if os.environ.get(KEY_ENV) else None)
     key = load_private_key(key_path) if key_path else None
@@ -222,5 +228,5 @@ class _QuietFail(IntegrityError):
 def run_migrate(args: argparse.Namespace) -> int:
     with Store.open(args.db, create=False) as store:
         del store  # opening a writable store applies pending migrations
-    console().print(f"store {args.db} is at the current schema")
+    console().print(f"store {args.db} is at the current schema", markup=False)
     return 0

@@ -113,23 +113,22 @@ def list_memories(store: Store, *, project: str | None = None, status: MemorySta
 def current_memories(store: Store, project: str, *, as_of: datetime | None = None) -> list[tuple[MemoryRecord, str]]:
     """Every memory of a project with the hash of the version read; with ``as_of``, the
     version each had then (memories recorded later are left out; see ``memory_log.known_at``)."""
-    if as_of is not None:
-        return _known_at(store, as_of, project)
-    with store.read() as conn:
-        rows = conn.execute(
-            select(col(MemoryRow.body), col(MemoryRow.content_hash))
-            .where(col(MemoryRow.project) == project)
-            .order_by(col(MemoryRow.id))
-        ).all()
-    return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
+    return _memories(store, project, as_of)
 
 
 def all_current_memories(store: Store, *, as_of: datetime | None = None) -> list[tuple[MemoryRecord, str]]:
     """Every memory of every project (the scope probe uses this; never model-visible)."""
+    return _memories(store, None, as_of)
+
+
+def _memories(store: Store, project: str | None, as_of: datetime | None) -> list[tuple[MemoryRecord, str]]:
     if as_of is not None:
-        return _known_at(store, as_of, None)
+        return _known_at(store, as_of, project)
+    statement = select(col(MemoryRow.body), col(MemoryRow.content_hash)).order_by(col(MemoryRow.id))
+    if project is not None:
+        statement = statement.where(col(MemoryRow.project) == project)
     with store.read() as conn:
-        rows = conn.execute(select(col(MemoryRow.body), col(MemoryRow.content_hash)).order_by(col(MemoryRow.id))).all()
+        rows = conn.execute(statement).all()
     return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
 
 
@@ -151,10 +150,11 @@ def copy_history(old: Store, new: Store, transform: Callable[[MemoryRecord], Mem
         versions = [_version(row) for row in conn.exec(
             select(MemoryVersionRow).order_by(col(MemoryVersionRow.memory_id), col(MemoryVersionRow.version))
         )]
+    last: dict[str, MemoryVersion | None] = {}
     with new.write() as conn:
         for version in versions:
             record = transform(MemoryRecord.model_validate_json(version.body))
-            _append(conn, record, version.change, version.recorded_at, _last_version(conn, record.id))
+            last[record.id] = _append(conn, record, version.change, version.recorded_at, last.get(record.id))
     return len({version.memory_id for version in versions})
 
 
@@ -193,12 +193,14 @@ def _last_version(conn: Session, memory_id: str) -> MemoryVersion | None:
     return None if row is None else _version(row)
 
 
-def _append(conn: Session, record: MemoryRecord, change: MemoryChange, now: str, previous: MemoryVersion | None) -> bool:
+def _append(
+    conn: Session, record: MemoryRecord, change: MemoryChange, now: str, previous: MemoryVersion | None
+) -> MemoryVersion | None:
     """Make ``record`` the memory's current state and append it to its log; a record equal to
-    the current one changes nothing (no version). Returns whether a version was written."""
+    the current one changes nothing (no version). Returns the memory's last version."""
     body = canonical_json(record)
     if previous is not None and previous.body == body:
-        return False
+        return previous
     version = next_version(
         previous, memory_id=record.id, project=record.project, status=record.status.value, change=change,
         recorded_at=now, body=body,
@@ -212,7 +214,7 @@ def _append(conn: Session, record: MemoryRecord, change: MemoryChange, now: str,
         conn.add(MemoryRow(id=record.id, **values))
     else:
         conn.execute(update(MemoryRow).where(col(MemoryRow.id) == record.id).values(**values))
-    return True
+    return version
 
 
 def _locked(store: Store, conn: Session, memory_id: str) -> MemoryRecord:

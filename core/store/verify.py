@@ -508,6 +508,9 @@ def _check_drift_runs(conn: Session, findings: _Findings) -> None:
             findings.add("deleted", f"snapshot {row.snapshot_id}", f"{record} is about it but it is missing")
 
 
+_MEMORY_CHANGES = frozenset(change.value for change in MemoryChange)
+
+
 def _check_memories(conn: Session, findings: _Findings) -> int:
     """Re-derive every memory version's hash and link, and hold each current row to its last version."""
     current = {row.id: row for row in conn.exec(select(MemoryRow))}
@@ -539,7 +542,7 @@ def _check_memories(conn: Session, findings: _Findings) -> int:
             else:
                 columns = (("memory_id", memory.id), ("project", memory.project), ("status", memory.status.value))
                 differing = [name for name, value in columns if getattr(row, name) != value]
-                if row.change not in {change.value for change in MemoryChange}:
+                if row.change not in _MEMORY_CHANGES:
                     differing.append("change")
                 if differing:
                     findings.add("changed", record, f"its columns disagree with its body: {', '.join(differing)}")

@@ -167,7 +167,7 @@ def _print_drift(report: DriftReport) -> None:
         plain_row(table, item.drift_class.value, ref, str(item.frozen_rank or "-"), str(item.today_rank or "-"), note)
     out.print(table)
     for item in report.items:
-        if item.diff:  # set exactly when the text changed: content-changed, or relabelled with new text
+        if item.diff:  # set exactly when the visible text differs: content-changed, or the same text shown otherwise
             out.print(item.diff, markup=False, highlight=False)
     out.print(report.summary(), markup=False)
 

@@ -177,7 +177,7 @@ class DriftScreen(InspectorScreen):
             return
         row = self.query_one("#drift-table", DataTable).cursor_row
         item = self.report.items[min(row, len(self.report.items) - 1)]
-        if item.diff:  # set exactly when the text changed
+        if item.diff:  # set exactly when the visible text differs
             diff.update(colored_diff(item.diff))
         else:
             ref = qualified_ref(item, self.report.spans_places())

@@ -258,10 +258,18 @@ def quick_subset(tasks: Sequence[Task], n: int = QUICK_TASKS, seed: int = SEED) 
 # --------------------------------------------------------------------------- workspaces and stores
 
 
+QUERY_SIDE_MODULES = frozenset({"scorer.py", "small_bm25.py", "chunks.py"})
+"""Modules of ``core/index`` that only read or score an index: changing them does not change
+what a store holds, so they stay out of the store's cache key (a ranking change must not cost
+a re-index of every repository)."""
+
+
 def index_code_hash() -> str:
-    """A hash of the engine's indexing code: a cached store is rebuilt when it changes."""
+    """A hash of the engine's index-writing code: a cached store is rebuilt when it changes."""
     digest = hashlib.sha256(f"{ENGINE_VERSION}:{STORE_FORMAT}".encode())
     for path in sorted(Path(index_package.__file__).resolve().parent.glob("*.py")):
+        if path.name in QUERY_SIDE_MODULES:
+            continue
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:10]

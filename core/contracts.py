@@ -204,7 +204,9 @@ class WeightedTerm(Contract):
 
     term: str
     weight: float = 1.0
-    kind: Literal["identifier", "path", "test-id", "exception", "frame", "error", "prose", "anchor"] = "prose"
+    kind: Literal[
+        "identifier", "path", "test-id", "exception", "frame", "error", "prose", "anchor", "located", "quoted"
+    ] = "prose"
 
 
 class SubQuery(Contract):

@@ -289,7 +289,8 @@ class Outcome(StrEnum):
 MERGE_POLICY_MEANINGS: dict[MergePolicy, str] = {
     MergePolicy.INTERLEAVE_BY_RELEVANCE: (
         "each candidate's BM25 score divided by the best score of its own sub-query (the best over "
-        "its sub-queries): the best match of every sub-query counts as fully matching its question"
+        "its sub-queries): the best match of every sub-query counts as fully matching its question; "
+        "workspace code and docs found by find-code share one best, since one index scored them"
     ),
     MergePolicy.RRF: (
         "reciprocal rank fusion: the sum over the candidate's sub-queries of 1 / (60 + its rank in "

@@ -61,7 +61,7 @@ from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import all_current_memories
 from scopelens.core.pathmatch import normalise_prefix, under_prefix
 from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
-from scopelens.core.pipeline.recall import time_window, workspace_filter
+from scopelens.core.pipeline.recall import CHUNKS_PER_FILE, FILES_KEPT, defined_names, rank_files, time_window, workspace_filter
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.textsafety import listing
@@ -90,6 +90,10 @@ class SubQueryRun(Contract):
     would_be_rank: int | None = None
     """For a never-recalled chunk: its rank under this sub-query at the snapshot's time (None:
     not in the first RANK_SEARCH_LIMIT, or not one of this sub-query's sources)."""
+    would_be_file_rank: int | None = None
+    """Its file's rank among the files of the sub-query's ``top_k`` chunks, when the chunk was
+    within ``top_k`` (a recall keeps the ``files_kept`` best files, and a few chunks of each)."""
+    files_kept: int | None = None
 
 
 class WhyNotMatch(Contract):
@@ -489,23 +493,42 @@ def _branch_text(snapshot: AuditSnapshot) -> str:
     return f", branch {snapshot.scope.branch}" if snapshot.scope.branch else ""
 
 
-def _would_be_ranks(store: Store, snapshot: AuditSnapshot, chunk: ChunkRecord) -> dict[str, int | None]:
-    """The chunk's rank under each sub-query of the frozen plan, at the snapshot's time."""
+def _would_be_ranks(store: Store, snapshot: AuditSnapshot, chunk: ChunkRecord) -> dict[str, tuple[int | None, int | None]]:
+    """The chunk's rank under each sub-query of the frozen plan, at the snapshot's time, and
+    (when within ``top_k``) its file's rank as recall aggregates chunks to files."""
     scorer = Scorer(store)
     window = time_window(snapshot.scope, _moment(snapshot))
-    ranks: dict[str, int | None] = {}
+    ranks: dict[str, tuple[int | None, int | None]] = {}
     try:
         for query in snapshot.plan.sub_queries:
             sources = frozenset(s for s in query.sources if s in WORKSPACE_SOURCES and snapshot.scope.admits_source(s))
             if chunk.source not in sources or not query.terms:
-                ranks[query.id] = None
+                ranks[query.id] = (None, None)
                 continue
             flt = workspace_filter(snapshot.scope, sources, window, as_of_given=True)
             hits = scorer.search([(t.term, t.weight) for t in query.terms], flt, top_k=RANK_SEARCH_LIMIT)
-            ranks[query.id] = next((n for n, hit in enumerate(hits, start=1) if hit.chunk_id == chunk.chunk_id), None)
+            rank = next((n for n, hit in enumerate(hits, start=1) if hit.chunk_id == chunk.chunk_id), None)
+            file_rank = None
+            if rank is not None and rank <= query.top_k:
+                files = rank_files(hits[: query.top_k], defined_names(query))
+                file_rank = next((n for n, (_s, _k, group) in enumerate(files, start=1)
+                                  if any(h.chunk_id == chunk.chunk_id for h in group)), None)
+            ranks[query.id] = (rank, file_rank)
     finally:
         scorer.close()
     return ranks
+
+
+def _placed(run: SubQueryRun) -> str:
+    if not run.would_be_rank:
+        return f"{run.id} not ranked"
+    if run.would_be_file_rank is None:
+        return f"{run.id} rank {run.would_be_rank} of top {run.top_k}"
+    if run.files_kept is not None and run.would_be_file_rank > run.files_kept:
+        return (f"{run.id} rank {run.would_be_rank} of top {run.top_k}, but its file ranks {run.would_be_file_rank} "
+                f"and a recall keeps the best {run.files_kept} files")
+    return (f"{run.id} rank {run.would_be_rank} of top {run.top_k}, but not among the {CHUNKS_PER_FILE} best "
+            f"chunks kept of its file (file rank {run.would_be_file_rank})")
 
 
 def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
@@ -533,11 +556,15 @@ def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkR
     tokens = tokens_of(best)
     missing = tuple(t for t, _w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])) if t not in tokens)
     ranks = _would_be_ranks(store, snapshot, best)
-    runs = tuple(run.model_copy(update={"would_be_rank": ranks.get(run.id)}) for run in runs)
-    placed = [
-        f"{run.id} rank {run.would_be_rank} of top {run.top_k}" if run.would_be_rank else f"{run.id} not ranked"
+    runs = tuple(
+        run.model_copy(update={
+            "would_be_rank": ranks.get(run.id, (None, None))[0],
+            "would_be_file_rank": ranks.get(run.id, (None, None))[1],
+            "files_kept": FILES_KEPT if ranks.get(run.id, (None, None))[1] is not None else None,
+        })
         for run in runs
-    ]
+    )
+    placed = [_placed(run) for run in runs]
     shown = listing(missing, 8) or "none"
     return WhyNotAnswer(
         **base, stage=Stage.NOT_RECALLED, sub_queries=runs, best_chunk=best.source_ref, missing_terms=missing,

@@ -89,6 +89,12 @@ class RecallFilter:
 class Hit:
     chunk_id: int
     score: float
+    path: str = ""
+    """The chunk's path (read from the view, so grouping hits by file costs no query)."""
+    symbol: str | None = None
+    """What the chunk defines, if anything (``Class.method``), also from the view."""
+    root: str = ""
+    """The workspace root the chunk was indexed under (one path may be in several roots)."""
 
 
 @dataclass
@@ -102,6 +108,8 @@ class _Segment:
     """Position of the run's first chunk in the view's arrays."""
     paths: list[str]
     """The run's chunk paths, in chunk-id order (sorted)."""
+    symbols: list[str | None] = field(default_factory=list)
+    """The run's chunk symbols (``Class.method``), in chunk-id order."""
 
 
 @dataclass
@@ -219,6 +227,17 @@ def _accumulate(scores: np.ndarray, positions: list[np.ndarray], values: list[np
     values.clear()
 
 
+def _places_at(view: _View, positions: list[int]) -> list[tuple[str, str | None, str]]:
+    """The path, symbol and root of each view position (segments are in ascending ``local_start`` order)."""
+    starts = [segment.local_start for segment in view.segments]
+    out = []
+    for position in positions:
+        segment = view.segments[bisect_left(starts, position + 1) - 1]
+        local = position - segment.local_start
+        out.append((segment.paths[local], segment.symbols[local] if segment.symbols else None, segment.root))
+    return out
+
+
 def _top_k_lower_bound(scores: np.ndarray, top_k: int) -> float:
     """A value at most the ``top_k``-th largest score: the ``top_k``-th largest of a sample.
 
@@ -314,6 +333,7 @@ class Scorer:
                 col(IndexDocumentRow.valid_from),
                 col(IndexDocumentRow.valid_to),
                 col(IndexDocumentRow.source),
+                col(IndexChunkRow.symbol),
             )
             .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
             .order_by(col(IndexChunkRow.id))
@@ -335,7 +355,8 @@ class Scorer:
         for run in runs:
             size = run.chunk_hi - run.chunk_lo
             paths = [r[2] for r in rows[position : position + size]]
-            segments.append(_Segment(int(run.id or 0), run.branch, run.root, run.chunk_lo, position, paths))
+            symbols = [r[7] for r in rows[position : position + size]]
+            segments.append(_Segment(int(run.id or 0), run.branch, run.root, run.chunk_lo, position, paths, symbols))
             position += size
         return _View(key, segments, chunk_ids, valid_from, valid_to, source, length)
 
@@ -379,12 +400,7 @@ class Scorer:
         for term, weight in terms:
             weights[term] = weights.get(term, 0.0) + weight
         view = self._view(flt.project)
-        segments = [
-            s
-            for s in view.segments
-            if (flt.branch is None or s.branch == flt.branch)
-            and (flt.workspace_root is None or s.root == flt.workspace_root)
-        ]
+        segments = self._segments(view, flt)
         if not segments or not weights or top_k <= 0:
             return []
         live, total, norm = self._stats(view, segments, flt)
@@ -473,7 +489,60 @@ class Scorer:
             candidates, candidate_scores = candidates[cut], candidate_scores[cut]
         ids = view.chunk_ids[candidates]
         order = np.lexsort((ids, -candidate_scores))[:top_k]
-        return [Hit(i, s) for i, s in zip(ids[order].tolist(), candidate_scores[order].tolist(), strict=True)]
+        places = _places_at(view, candidates[order].tolist())
+        return [
+            Hit(i, s, p, symbol, root)
+            for i, s, (p, symbol, root) in zip(ids[order].tolist(), candidate_scores[order].tolist(), places, strict=True)
+        ]
+
+    def live_paths(self, flt: RecallFilter) -> list[str]:
+        """The distinct paths with a live chunk under ``flt`` (sorted): the files a task may name.
+
+        Sources and path prefixes narrow the list; the time window is the view's ``as_of``.
+        """
+        view = self._view(flt.project)
+        segments = self._segments(view, flt)
+        if not segments:
+            return []
+        live, _total, _norm = self._stats(view, segments, flt)
+        allowed = None
+        if flt.sources is not None:
+            allowed = np.zeros(len(SOURCE_CODES), dtype=bool)
+            allowed[[SOURCE_CODES[s] for s in flt.sources]] = True
+        found: set[str] = set()
+        for segment in segments:
+            lo, hi = segment.local_start, segment.local_start + len(segment.paths)
+            mask = live[lo:hi]
+            if allowed is not None:
+                mask = mask & allowed[view.source[lo:hi]]
+            ranges = _prefix_ranges(segment.paths, flt.path_prefixes) if flt.path_prefixes else [(0, hi - lo)]
+            for a, b in ranges:
+                found.update(segment.paths[i] for i in (np.flatnonzero(mask[a:b]) + a).tolist())
+        return sorted(found)
+
+    def document_frequencies(self, terms: Iterable[str], flt: RecallFilter) -> tuple[dict[str, int], int]:
+        """How many live chunks under ``flt``'s statistics hold each term (a term none holds is
+        left out), and how many live chunks there are."""
+        wanted = dict.fromkeys(terms, 1.0)
+        view = self._view(flt.project)
+        segments = self._segments(view, flt)
+        if not segments:
+            return {}, 0
+        live, total, norm = self._stats(view, segments, flt)
+        if total == 0 or not wanted:
+            return {}, total
+        self._terms(view, segments, live, total, norm, flt, wanted)
+        cache = view.terms.get(_scope_key(flt), {})
+        return {term: len(entry.positions) for term in wanted if (entry := cache.get(term)) is not None}, total
+
+    @staticmethod
+    def _segments(view: _View, flt: RecallFilter) -> list[_Segment]:
+        return [
+            s
+            for s in view.segments
+            if (flt.branch is None or s.branch == flt.branch)
+            and (flt.workspace_root is None or s.root == flt.workspace_root)
+        ]
 
     @staticmethod
     def _ranges(

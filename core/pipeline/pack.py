@@ -8,12 +8,15 @@ from dataclasses import dataclass, field
 from scopelens.core.contracts import Candidate, RejectedItem, RetrievalBudget
 from scopelens.core.hashing import text_hash
 from scopelens.core.pipeline.boundary import rejection
-from scopelens.core.vocab import EvidenceKind, Stage
+from scopelens.core.vocab import WORKSPACE_SOURCES, EvidenceKind, Stage
 
 MIN_FINAL_SCORE = 0.12
 """Below this final score a candidate is noise whatever the budget."""
 RELATIVE_CUTOFF = 0.25
 """A candidate scoring under this share of the best final score is cut."""
+MAX_ITEMS_PER_FILE = 4
+"""At most this many items from one file (half the default ``max_items``): eight chunks of one
+test file tell the model less than the test and the code it tests."""
 REQUIRED_EVIDENCE_SEATS = "reserve-item-seats"
 """How required evidence kinds are treated (pinned in the engine config, so drift can tell
 a snapshot taken before this rule from one taken after)."""
@@ -64,8 +67,15 @@ def pack(ranked: list[Candidate], budget: RetrievalBudget, required: Sequence[Ev
         eligible.append(candidate)
     reserved = _reserved_seats(eligible, budget, required)
     per_source: dict[str, int] = {}
+    per_file: dict[tuple[str, str], int] = {}
     selected_ids: set[str] = set()
     for candidate in eligible:
+        file_key = (candidate.path or "", candidate.source_version)  # one path may be in two roots
+        if candidate.path and candidate.source in WORKSPACE_SOURCES and per_file.get(file_key, 0) >= MAX_ITEMS_PER_FILE:
+            result.rejected.append(rejection(
+                candidate, Stage.OVER_BUDGET, f"per-file cap ({MAX_ITEMS_PER_FILE} items of {candidate.path}) reached"
+            ))
+            continue
         cap = budget.per_source.get(candidate.source)
         used = per_source.get(candidate.source.value, 0)
         if cap is not None and used >= cap:
@@ -81,6 +91,8 @@ def pack(ranked: list[Candidate], budget: RetrievalBudget, required: Sequence[Ev
             )
             continue
         per_source[candidate.source.value] = used + 1
+        if candidate.path:
+            per_file[file_key] = per_file.get(file_key, 0) + 1
         result.selected.append(candidate)
         selected_ids.add(candidate.id)
     return result

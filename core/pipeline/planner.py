@@ -8,24 +8,44 @@ words, and explicit anchors weigh most. Each term is then tokenized the way the 
 
 from __future__ import annotations
 
+import keyword
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from scopelens.core.contracts import RetrievalIntent, RetrievalPlan, RetrievalScope, SubQuery, WeightedTerm
 from scopelens.core.index.tokenizer import has_cjk, tokenize
+from scopelens.core.pipeline.locate import PathIndex, is_test_path, locate
 from scopelens.core.vocab import Authority, EvidenceKind, MergePolicy, Purpose, Source, SubQueryIntent
 
 TERM_WEIGHTS: dict[str, float] = {
     "anchor": 3.0,
     "test-id": 2.5,
+    "located": 2.5,
     "frame": 2.0,
     "exception": 2.0,
     "path": 2.0,
     "identifier": 1.5,
+    "quoted": 1.0,
     "error": 1.0,
     "prose": 0.5,
 }
-"""How much each kind of handle counts, relative to a prose word."""
+"""How much each kind of handle counts, relative to a prose word. ``located``: a workspace
+file the task names (a traceback frame, a path, a module) or the code under a named test,
+searched as its whole path, which every chunk of that file is indexed under."""
+PART_SHARE = 1 / 3
+"""A part of an identifier (``register`` of ``register_blueprint``) weighs this share of the
+whole: 0.5 for an identifier, a prose word's weight, because on its own it is just a word.
+The last name of a dotted identifier (``register_blueprint`` of ``app.register_blueprint``)
+is an identifier itself and keeps the whole weight."""
+PROSE_MAX_SHARE = 1 / 8
+"""Prose words (and words of quoted code) in more than one chunk in eight are dropped from the
+plan: they match nearly everything and only blur the handles (BM25's IDF already weighs them
+little, but a bug report brings dozens of them)."""
+GATED_KINDS = frozenset({"prose", "quoted"})
+PROSE_GATE_MIN_CHUNKS = 100
+"""Below this many chunks no word is dropped: in a small workspace every word is common."""
 
 TEST_ID = re.compile(r"[\w./-]+\.\w+::[\w:\[\]-]+")
 FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([\w<>.]+)')
@@ -35,6 +55,13 @@ IDENTIFIER = re.compile(
     # dotted names first: alternation takes the first branch that matches at a position
     r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[a-z]+(?:[A-Z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Za-z]\w*_\w+)\b"
 )
+CODE_SPAN = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`|^[ \t]*(?:>>>|\.\.\.|\$|In \[\d+\]:) .*$", re.S | re.M)
+"""Quoted code in a report: fenced blocks, inline backticks, and interpreter or shell lines."""
+CODE_WORD = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
+CODE_KEYWORDS = frozenset(keyword.kwlist) | frozenset(
+    "self cls print import from len str int float list dict set tuple range none true false".split()  # noqa: SIM905
+)
+"""Words of quoted code that name nothing in particular (keywords and the commonest builtins)."""
 STOPWORDS = frozenset(
     """a an the and or but if then else when while of in on at to for from by with without into onto
     is are was were be been being do does did done have has had this that these those it its it's
@@ -82,6 +109,10 @@ def extract_handles(text: str) -> list[Handle]:
         add(match.group(1), "path")
     for match in IDENTIFIER.finditer(text):
         add(match.group(1), "identifier")
+    for span in CODE_SPAN.finditer(text):
+        for word in CODE_WORD.findall(span.group(0)):
+            if word.lower() not in CODE_KEYWORDS:
+                add(word, "quoted")
     for word in re.findall(r"[^\W_]+", text):
         # Short Latin words ("is", "to", "ok") carry little; a two-character CJK or Korean
         # word (認証, 캐시) is a whole word, so the length filter skips those.
@@ -94,6 +125,23 @@ PATH_PART_WEIGHT = 0.3
 """Directory names and other fragments of a path handle are weak evidence on their own."""
 
 
+IDENTIFIER_KINDS = frozenset({"identifier", "frame", "exception", "error", "quoted"})
+
+
+def _identifier_terms(handle: Handle, weight: float) -> list[tuple[str, float]]:
+    """The whole identifier at ``weight``, its last dotted name too, its other parts at
+    ``PART_SHARE`` of it."""
+    tokens = tokenize(handle.text)
+    if len(tokens) <= 1:
+        return [(t, weight) for t in tokens]
+    whole = {tokens[0]}
+    last = handle.text.rsplit(".", 1)[-1]
+    if last != handle.text and IDENTIFIER.fullmatch(last):
+        whole.add(last.lower())
+    part = max(weight * PART_SHARE, TERM_WEIGHTS["prose"])
+    return [(t, weight if t in whole else min(weight, part)) for t in tokens]
+
+
 def _handle_terms(handle: Handle) -> list[tuple[str, float]]:
     """Index terms of a handle with their weights.
 
@@ -103,6 +151,8 @@ def _handle_terms(handle: Handle) -> list[tuple[str, float]]:
     match a TypeScript anchor.
     """
     weight = TERM_WEIGHTS[handle.kind]
+    if handle.kind in IDENTIFIER_KINDS:
+        return _identifier_terms(handle, weight)
     tokens = tokenize(handle.text)
     if handle.kind not in PATH_KINDS or not ("/" in handle.text or "." in handle.text):
         return [(t, weight) for t in tokens]
@@ -119,8 +169,15 @@ def _handle_terms(handle: Handle) -> list[tuple[str, float]]:
     return result
 
 
-def weighted_terms(intent: RetrievalIntent) -> tuple[WeightedTerm, ...]:
-    """Every handle of the intent as index terms, each term at the weight of its best handle."""
+class Lexicon(Protocol):
+    """What planning may ask of the index in scope: its paths, and how rare terms are."""
+
+    def paths(self) -> PathIndex: ...
+
+    def document_frequencies(self, terms: Iterable[str]) -> tuple[dict[str, int], int]: ...
+
+
+def _intent_handles(intent: RetrievalIntent) -> list[Handle]:
     handles: list[Handle] = []
     anchors = intent.anchors
     for value in (anchors.failing_test, *anchors.current_files, *anchors.symbols):
@@ -128,17 +185,53 @@ def weighted_terms(intent: RetrievalIntent) -> tuple[WeightedTerm, ...]:
             handles.append(Handle(value, "anchor"))
     for text in (anchors.error_text, anchors.traceback):
         if text:
-            handles += [Handle(h.text, "anchor" if h.kind != "prose" else "error") for h in extract_handles(text)]
+            handles += [Handle(h.text, "error" if h.kind in GATED_KINDS else "anchor") for h in extract_handles(text)]
     handles += extract_handles(intent.question)
+    return handles
+
+
+def located_files(intent: RetrievalIntent, paths: PathIndex) -> list[str]:
+    """Workspace files the task names (frames, paths, modules, test ids) and the code under a
+    named test; named test files themselves are left out (they are the failure's evidence,
+    found by their own words, not the place of a fix)."""
+    handles = _intent_handles(intent)
+    given = [h.text.split("::")[0] for h in handles if h.kind in PATH_KINDS]
+    modules = [h.text for h in handles if h.kind in ("identifier", "frame") and "." in h.text]
+    modules += [m.group(1) for m in UNITTEST_ID.finditer(" ".join(filter(None, (
+        intent.question, intent.anchors.error_text, intent.anchors.traceback))))]
+    return [f.path for f in locate(paths, given, modules) if not is_test_path(f.path)]
+
+
+UNITTEST_ID = re.compile(r"\(([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)\)")
+"""unittest's ``test_x (package.test_module.TestCase.test_x)``: the dotted test id names the test
+module."""
+
+
+def weighted_terms(intent: RetrievalIntent, lexicon: Lexicon | None = None) -> tuple[WeightedTerm, ...]:
+    """Every handle of the intent as index terms, each term at the weight of its best handle.
+
+    With a ``lexicon``, files the task names become ``located`` terms (their whole paths),
+    and prose words too common to tell chunks apart (``PROSE_MAX_SHARE``) are dropped.
+    """
     best: dict[str, WeightedTerm] = {}
-    for handle in handles:
+    for handle in _intent_handles(intent):
         for term, weight in _handle_terms(handle):
             if term in STOPWORDS:
                 continue
             current = best.get(term)
             if current is None or current.weight < weight:
                 best[term] = WeightedTerm(term=term, weight=weight, kind=handle.kind)
-    return tuple(best.values())
+    if lexicon is None:
+        return tuple(best.values())
+    for path in located_files(intent, lexicon.paths()):
+        whole = path.lower()
+        if tokenize(path)[:1] == [whole]:  # indexed as one term (no spaces, not too long)
+            best[whole] = WeightedTerm(term=whole, weight=TERM_WEIGHTS["located"], kind="located")
+    frequencies, chunks = lexicon.document_frequencies([t.term for t in best.values() if t.kind in GATED_KINDS])
+    if chunks < PROSE_GATE_MIN_CHUNKS:
+        return tuple(best.values())
+    limit = chunks * PROSE_MAX_SHARE
+    return tuple(t for t in best.values() if t.kind not in GATED_KINDS or frequencies.get(t.term, 0) <= limit)
 
 
 SUBQUERY_SOURCES: dict[SubQueryIntent, tuple[Source, ...]] = {
@@ -150,7 +243,7 @@ SUBQUERY_SOURCES: dict[SubQueryIntent, tuple[Source, ...]] = {
 }
 SUBQUERY_TOP_K: dict[SubQueryIntent, int] = {
     SubQueryIntent.FIND_ERROR: 6,
-    SubQueryIntent.FIND_CODE: 12,
+    SubQueryIntent.FIND_CODE: 400,
     SubQueryIntent.FIND_RULE: 5,
     SubQueryIntent.FIND_MEMORY: 5,
     SubQueryIntent.FIND_DECISION: 4,
@@ -174,11 +267,14 @@ REQUIRED_KIND_INTENT: dict[EvidenceKind, SubQueryIntent] = {
 
 
 def plan(
-    intent: RetrievalIntent, scope: RetrievalScope, merge_policy: MergePolicy = MergePolicy.INTERLEAVE_BY_RELEVANCE
+    intent: RetrievalIntent,
+    scope: RetrievalScope,
+    merge_policy: MergePolicy = MergePolicy.INTERLEAVE_BY_RELEVANCE,
+    lexicon: Lexicon | None = None,
 ) -> RetrievalPlan:
     """One sub-query per intent kind that the scope's sources allow, sharing the terms; their
     results merge under ``merge_policy`` (recorded in the plan, so drift re-runs it)."""
-    terms = weighted_terms(intent)
+    terms = weighted_terms(intent, lexicon)
     wanted = _wanted_intents(intent, scope)
     sub_queries: list[SubQuery] = []
     query_text = " ".join(t.term for t in sorted(terms, key=lambda t: (-t.weight, t.term)))
@@ -186,8 +282,9 @@ def plan(
         if kind not in wanted:
             continue
         sources = tuple(s for s in SUBQUERY_SOURCES[kind] if scope.admits_source(s))
-        if kind == SubQueryIntent.FIND_ERROR and scope.admits_source(Source.WORKSPACE_DOC):
-            sources += (Source.WORKSPACE_DOC,)  # logs kept in the workspace
+        errors = intent.anchors.error_text or intent.anchors.traceback
+        if kind == SubQueryIntent.FIND_ERROR and errors and scope.admits_source(Source.WORKSPACE_DOC):
+            sources += (Source.WORKSPACE_DOC,)  # logs kept in the workspace, docs quoting the error
         if not sources or not terms:
             continue
         sub_queries.append(

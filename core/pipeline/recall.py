@@ -10,7 +10,7 @@ sub-query id and the best lexical score.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,11 +20,13 @@ from scopelens.core.contracts import ArtifactRef, Candidate, Event, RetrievalSco
 from scopelens.core.errors import IntegrityError, UnknownIdError
 from scopelens.core.hashing import text_hash
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
-from scopelens.core.index.scorer import RecallFilter, Scorer
+from scopelens.core.index.scorer import Hit, RecallFilter, Scorer
 from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.memory import current_memories
 from scopelens.core.pathmatch import under_any
+from scopelens.core.pipeline.locate import PathIndex
+from scopelens.core.pipeline.planner import TERM_WEIGHTS
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import EventRow, SessionRow
@@ -56,6 +58,24 @@ MEMORY_AUTHORITY: dict[MemoryStatus, Authority] = {
     MemoryStatus.PRIVATE: Authority.MEDIUM,
 }
 ARTIFACT_WINDOW_LINES = 30
+FILES_KEPT = 100
+"""Files a deep workspace recall keeps, by file score: the candidates rerank sees."""
+CHUNKS_PER_FILE = 4
+"""Chunks kept per file: its best, and a few more for packing to choose from (as many as
+packing may select from one file, ``pack.MAX_ITEMS_PER_FILE``)."""
+FILE_BONUS = 0.25
+"""A file's score is its best chunk's, raised by up to a quarter for other matching chunks
+(their scores summed, relative to the best, capped at 1): a file that matches in several
+places is likelier the place than one lucky chunk, but only boundedly (a long file is not
+better for being long)."""
+FILE_BONUS_CHUNKS = 3
+"""How many further chunks of a file count towards its bonus."""
+DEFINES_BONUS = 0.5
+"""A chunk that defines a name the task uses as a whole identifier (its symbol is
+``from_file`` or ``Config.from_file`` for ``Config.from_file``) scores half again: the place
+that defines a name is likelier the place of a fix than the many that mention it (the symbol
+as a field, beside the text)."""
+DEFINED_KINDS = frozenset({"anchor", "identifier", "frame", "exception", "quoted"})
 
 
 @dataclass(frozen=True)
@@ -131,6 +151,77 @@ def chunk_candidate(chunk: ChunkRecord, score: float, sub_query: SubQuery, polic
     )
 
 
+class IndexLexicon:
+    """The planner's view of the index in scope (``planner.Lexicon``): the workspace's paths
+    and term rarity, both under the scope's masks."""
+
+    def __init__(self, scorer: Scorer, scope: RetrievalScope, window: TimeWindow) -> None:
+        sources = frozenset(s for s in WORKSPACE_SOURCES if scope.admits_source(s))
+        self.scorer = scorer
+        self.filter = workspace_filter(scope, sources, window, as_of_given=reads_the_past(scope))
+        self._paths: PathIndex | None = None
+
+    def paths(self) -> PathIndex:
+        if self._paths is None:
+            self._paths = PathIndex(self.scorer.live_paths(self.filter) if self.filter.sources else [])
+        return self._paths
+
+    def document_frequencies(self, terms: Iterable[str]) -> tuple[dict[str, int], int]:
+        return self.scorer.document_frequencies(terms, self.filter) if self.filter.sources else ({}, 0)
+
+
+def defined_names(sub_query: SubQuery) -> frozenset[str]:
+    """The whole identifiers of a sub-query (at their kind's full weight), lowercased."""
+    return frozenset(
+        t.term for t in sub_query.terms if t.kind in DEFINED_KINDS and t.weight >= TERM_WEIGHTS[t.kind] and len(t.term) > 2
+    )
+
+
+def defines(symbol: str | None, names: frozenset[str]) -> bool:
+    """Whether a chunk's symbol (``Class.method``) is one of ``names`` or ends with one."""
+    if not symbol or not names:
+        return False
+    symbol = symbol.lower()
+    return symbol in names or symbol.rsplit(".", 1)[-1] in names or any(n.endswith("." + symbol) for n in names)
+
+
+FileKey = tuple[str, str]
+"""A file of the index: (workspace root, path)."""
+
+
+def rank_files(hits: Sequence[Hit], names: frozenset[str] = frozenset()) -> list[tuple[float, FileKey, list[Hit]]]:
+    """Chunk hits grouped by file, best file first: ``(file score, file, its hits best first)``.
+
+    A chunk that defines one of ``names`` counts ``DEFINES_BONUS`` more first; a file scores
+    its best chunk's score plus up to ``FILE_BONUS`` of it for its next ``FILE_BONUS_CHUNKS``.
+    """
+    groups: dict[FileKey, list[Hit]] = {}
+    boosted = [
+        Hit(h.chunk_id, h.score * (1.0 + DEFINES_BONUS), h.path, h.symbol, h.root) if defines(h.symbol, names) else h
+        for h in hits
+    ]
+    for hit in sorted(boosted, key=lambda h: (-h.score, h.chunk_id)):
+        groups.setdefault((hit.root, hit.path), []).append(hit)
+    scored = []
+    for key, group in groups.items():
+        best = group[0].score
+        others = sum(h.score for h in group[1 : 1 + FILE_BONUS_CHUNKS])
+        file_score = best * (1.0 + FILE_BONUS * min(1.0, others / best)) if best > 0 else 0.0
+        scored.append((file_score, key, group))
+    scored.sort(key=lambda entry: (-entry[0], entry[1]))
+    return scored
+
+
+def by_file(hits: Sequence[Hit], names: frozenset[str] = frozenset()) -> list[Hit]:
+    """Chunk hits aggregated to files (:func:`rank_files`): the ``FILES_KEPT`` best files, each
+    with its ``CHUNKS_PER_FILE`` best chunks, scaled so that its best chunk carries the file score."""
+    out = []
+    for file_score, _key, group in rank_files(hits, names)[:FILES_KEPT]:
+        scale = file_score / group[0].score if group[0].score > 0 else 1.0
+        out += [Hit(h.chunk_id, h.score * scale, h.path, h.symbol, h.root) for h in group[:CHUNKS_PER_FILE]]
+    return out
+
+
 class Recall:
     """All recallers over one store, for one retrieval."""
 
@@ -166,7 +257,7 @@ class Recall:
         workspace = frozenset(sub_query.sources) & WORKSPACE_SOURCES
         if workspace:
             flt = workspace_filter(scope, workspace, window, as_of_given=reads_the_past(scope))
-            hits = self.scorer.search(terms, flt, top_k=sub_query.top_k)
+            hits = by_file(self.scorer.search(terms, flt, top_k=sub_query.top_k), defined_names(sub_query))
             chunks = fetch_chunks(self.store, [h.chunk_id for h in hits])
             found += [chunk_candidate(chunks[h.chunk_id], h.score, sub_query, self.policy, window.as_of) for h in hits]
         if Source.SESSION_EVENT in sub_query.sources or Source.ARTIFACT in sub_query.sources:

@@ -38,8 +38,9 @@ from datetime import datetime
 
 from scopelens.core.contracts import SCORE_COMPONENTS, Candidate, RetrievalIntent, ScoreBreakdown
 from scopelens.core.index.tokenizer import tokenize
-from scopelens.core.pipeline.planner import extract_handles
-from scopelens.core.vocab import Authority, EvidenceKind, MergePolicy, Purpose
+from scopelens.core.pipeline.locate import is_test_path
+from scopelens.core.pipeline.planner import GATED_KINDS, extract_handles
+from scopelens.core.vocab import WORKSPACE_SOURCES, Authority, EvidenceKind, MergePolicy, Purpose, Source
 
 RELEVANCE = ("semantic", "lexical", "anchor", "scope")
 PRIORS = ("authority", "recency", "actionability", "diversity")
@@ -71,6 +72,14 @@ ACTIONABILITY: dict[Purpose, dict[EvidenceKind, float]] = {
                               EvidenceKind.DECISION: 0.8, EvidenceKind.MEMORY: 0.6, EvidenceKind.TEST_LOG: 0.5,
                               EvidenceKind.EVENT: 0.4},
 }
+FIX_PLACE_PRIOR: dict[str, float] = {"rule": 0.6, "test": 0.4, "doc": 0.3}
+"""For fix purposes, how much a workspace file that is not where fixes go counts: its lexical
+match is scaled by this (and shown as its actionability). A rule or decision record says how
+to fix, never where: it keeps a place in the block below the code that matches well (0.6). A
+test file the task does not name as a current file is the failure's evidence, not the place
+of the fix (0.4); a doc or a template (README, issue templates) says how things should be,
+not where they break (0.3). All stay candidates."""
+FIX_PURPOSES = frozenset({Purpose.FIX_TEST})
 RECENCY_HALF_LIFE_DAYS = 30.0
 RRF_K = 60
 """The rank constant of reciprocal rank fusion (the usual 60): a larger one flattens ranks."""
@@ -84,7 +93,7 @@ def anchor_handles(intent: RetrievalIntent) -> list[str]:
         handles.append(anchors.failing_test.split("::")[0])
     for text in (anchors.error_text, anchors.traceback):
         if text:
-            handles += [h.text for h in extract_handles(text) if h.kind != "prose"]
+            handles += [h.text for h in extract_handles(text) if h.kind not in GATED_KINDS]
             handles.append(text.strip().splitlines()[-1] if text.strip() else "")
     return [h for h in dict.fromkeys(handles) if h]
 
@@ -124,13 +133,33 @@ def _scope_score(candidate: Candidate, intent: RetrievalIntent) -> float:
     return 0.5 if posixpath.dirname(candidate.path) in directories else 0.0
 
 
+def _place_prior(candidate: Candidate, intent: RetrievalIntent, purpose: Purpose, anchor: float) -> float | None:
+    """``FIX_PLACE_PRIOR`` for a workspace file that is not a place of a fix (``None``: it is)."""
+    if purpose not in FIX_PURPOSES or candidate.source not in WORKSPACE_SOURCES or not candidate.path:
+        return None
+    if candidate.path in intent.anchors.current_files or anchor > 0 or candidate.evidence_kind in intent.required_evidence:
+        return None  # named or required by the task, or hitting its anchors: the task says it matters
+    if candidate.source in (Source.PROJECT_RULE, Source.DECISION_RECORD):
+        return FIX_PLACE_PRIOR["rule"]
+    if candidate.source == Source.WORKSPACE_DOC:
+        return FIX_PLACE_PRIOR["doc"]
+    if is_test_path(candidate.path):
+        return FIX_PLACE_PRIOR["test"]
+    return None
+
+
 def _recency(candidate: Candidate, as_of: datetime) -> float:
     age_days = max((as_of - candidate.captured_at).total_seconds() / 86400.0, 0.0)
     return float(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS))
 
 
-def merged_lexical(candidates: list[Candidate], merge_policy: MergePolicy) -> list[float]:
-    """Each candidate's ``lexical`` component in [0, 1], its sub-queries merged by ``merge_policy``."""
+def merged_lexical(
+    candidates: list[Candidate], merge_policy: MergePolicy, shared: frozenset[str] = frozenset()
+) -> list[float]:
+    """Each candidate's ``lexical`` component in [0, 1], its sub-queries merged by ``merge_policy``.
+
+    ``shared``: sub-queries whose workspace files (code and docs) share one normalisation under
+    interleave-by-relevance (see ``_norm_groups``)."""
     if merge_policy == MergePolicy.GLOBAL_NORM:
         best = max((c.scores.lexical for c in candidates), default=0.0)
         return [c.scores.lexical / best if best > 0 else 0.0 for c in candidates]
@@ -149,12 +178,30 @@ def merged_lexical(candidates: list[Candidate], merge_policy: MergePolicy) -> li
         return [fused.get(c.id, 0.0) / best if best > 0 else 0.0 for c in candidates]
     best_of_query: dict[str, float] = {}
     for candidate in candidates:
-        for query_id in candidate.sub_query_ids:
+        for query_id in _norm_groups(candidate, shared):
             best_of_query[query_id] = max(best_of_query.get(query_id, 0.0), candidate.scores.lexical)
     return [
-        max((c.scores.lexical / best_of_query[q] for q in c.sub_query_ids if best_of_query.get(q)), default=0.0)
+        max((c.scores.lexical / best_of_query[q] for q in _norm_groups(c, shared) if best_of_query.get(q)), default=0.0)
         for c in candidates
     ]
+
+
+INDEX_GROUP = "workspace-files"
+PLACE_SOURCES = frozenset({Source.WORKSPACE_CODE, Source.WORKSPACE_DOC})
+
+
+def _norm_groups(candidate: Candidate, shared: frozenset[str]) -> tuple[str, ...]:
+    """What a candidate's BM25 score is normalised against under interleave-by-relevance.
+
+    Workspace code and docs found by a ``shared`` sub-query (the plan's find-code ones) share
+    one group: their scores come from one index with one set of statistics, so they compare,
+    and the best doc must not count as fully matching just because it is the best doc. Every
+    other sub-query (what rule applies, where the error text appears, what was decided) asks
+    its own question and keeps its own best.
+    """
+    if candidate.source not in PLACE_SOURCES:
+        return candidate.sub_query_ids
+    return tuple(dict.fromkeys(INDEX_GROUP if q in shared else q for q in candidate.sub_query_ids))
 
 
 def rerank(
@@ -163,22 +210,29 @@ def rerank(
     purpose: Purpose,
     as_of: datetime,
     merge_policy: MergePolicy = MergePolicy.INTERLEAVE_BY_RELEVANCE,
+    shared: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
-    """Score every candidate and return them in final order (best first)."""
+    """Score every candidate and return them in final order (best first); ``shared`` as in
+    :func:`merged_lexical`."""
     if not candidates:
         return []
     weights = WEIGHTS[purpose]
     handles = anchor_handles(intent)
     scored: list[Candidate] = []
-    for candidate, lexical in zip(candidates, merged_lexical(candidates, merge_policy), strict=True):
+    for candidate, lexical in zip(candidates, merged_lexical(candidates, merge_policy, shared), strict=True):
+        actionability = ACTIONABILITY[purpose][candidate.evidence_kind]
+        anchor = _anchor_score(candidate, handles)
+        place = _place_prior(candidate, intent, purpose, anchor)
+        if place is not None:
+            lexical, actionability = lexical * place, place
         parts = {
             "semantic": 0.0,
             "lexical": lexical,
-            "anchor": _anchor_score(candidate, handles),
+            "anchor": anchor,
             "authority": AUTHORITY_VALUE[candidate.authority],
             "recency": _recency(candidate, as_of),
             "scope": _scope_score(candidate, intent),
-            "actionability": ACTIONABILITY[purpose][candidate.evidence_kind],
+            "actionability": actionability,
             "diversity": 0.0,
         }
         scored.append(candidate.model_copy(update={"scores": _breakdown(parts, weights)}))

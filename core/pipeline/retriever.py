@@ -37,7 +37,10 @@ from scopelens.core.contracts import (
 from scopelens.core.hashing import canonical_json, document_hash, sha256_hex, text_hash
 from scopelens.core.index.indexer import index_version
 from scopelens.core.index.scorer import BM25_B, BM25_K1, Scorer
+from scopelens.core.pipeline import locate as locate_module
 from scopelens.core.pipeline import pack as pack_module
+from scopelens.core.pipeline import planner as planner_module
+from scopelens.core.pipeline import recall as recall_module
 from scopelens.core.pipeline import rerank as rerank_module
 from scopelens.core.pipeline import trim as trim_module
 from scopelens.core.pipeline.boundary import drop_split_conflicts, filter_boundary
@@ -47,14 +50,18 @@ from scopelens.core.pipeline.planner import SUBQUERY_TOP_K, TERM_WEIGHTS, plan
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.probe import probe
 from scopelens.core.pipeline.project import render_block
-from scopelens.core.pipeline.recall import Recall, time_window
+from scopelens.core.pipeline.recall import IndexLexicon, Recall, time_window
 from scopelens.core.pipeline.rerank import anchor_handles, rerank
 from scopelens.core.pipeline.scope import resolve_scope
 from scopelens.core.pipeline.trim import fit_to_budget
 from scopelens.core.redact import redact_document
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexRunRow, SessionHeadRow
-from scopelens.core.vocab import EvidenceKind, MergePolicy, Stage
+from scopelens.core.vocab import EvidenceKind, MergePolicy, Stage, SubQueryIntent
+
+RANKED_LIMIT = 100
+"""The snapshot's ``ranked`` list keeps the first 100 candidates after rerank (every selected
+one is among them): enough to see where the right file stood, without a deep recall's whole pool."""
 
 SELECTED_REASONS = (
     ("anchor", "hits an anchor of the task"),
@@ -70,7 +77,16 @@ def engine_config() -> dict[str, Any]:
     return {
         "bm25": {"k1": BM25_K1, "b": BM25_B},
         "term_weights": TERM_WEIGHTS,
+        "terms": {"part_share": round(planner_module.PART_SHARE, 6), "prose_max_share": planner_module.PROSE_MAX_SHARE,
+                  "prose_gate_min_chunks": planner_module.PROSE_GATE_MIN_CHUNKS},
+        "locate": {"min_shared_parts": locate_module.MIN_SHARED_PARTS, "max_bare_matches": locate_module.MAX_BARE_MATCHES},
         "subquery_top_k": {k.value: v for k, v in SUBQUERY_TOP_K.items()},
+        "files": {"kept": recall_module.FILES_KEPT, "chunks_per_file": recall_module.CHUNKS_PER_FILE,
+                  "bonus": recall_module.FILE_BONUS, "bonus_chunks": recall_module.FILE_BONUS_CHUNKS,
+                  "defines_bonus": recall_module.DEFINES_BONUS},
+        "fix_place_prior": rerank_module.FIX_PLACE_PRIOR,
+        "max_items_per_file": pack_module.MAX_ITEMS_PER_FILE,
+        "ranked_limit": RANKED_LIMIT,
         "rerank_weights": {p.value: w for p, w in rerank_module.WEIGHTS.items()},
         "cutoff": {"min": pack_module.MIN_FINAL_SCORE, "relative": pack_module.RELATIVE_CUTOFF},
         "required_evidence": pack_module.REQUIRED_EVIDENCE_SEATS,
@@ -172,7 +188,8 @@ def run_pipeline(
     probed = probe(store, scorer, retrieval_plan.sub_queries, scope, window, {c.id for c in recalled},
                    memory_limit=policy.memory.max_candidates_probed)
     boundary = filter_boundary(recalled, scope, policy, window, sub_queries)
-    ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of, retrieval_plan.merge_policy)
+    shared = frozenset(q.id for q in retrieval_plan.sub_queries if q.intent == SubQueryIntent.FIND_CODE)
+    ranked = rerank(boundary.passed, intent, scope.purpose, window.as_of, retrieval_plan.merge_policy, shared)
     packed = pack(ranked, scope.budget, intent.required_evidence)
     strong_terms = [t.term for q in retrieval_plan.sub_queries[:1] for t in q.terms if t.weight >= 2.0]
     trimmed = fit_to_budget(
@@ -258,7 +275,8 @@ class Retriever:
             workspace_root=self.workspace_root, branch=branch,
         )
         now = self.clock.now()
-        retrieval_plan = plan(intent, scope, self.merge_policy)
+        lexicon = IndexLexicon(self.scorer, scope, time_window(scope, now))
+        retrieval_plan = plan(intent, scope, self.merge_policy, lexicon)
         outcome = run_pipeline(self.store, self.scorer, self.policy, intent, scope, retrieval_plan, now)
         ranked = outcome.ranked
 
@@ -291,6 +309,7 @@ class Retriever:
                 RankedEntry(rank=rank, candidate_id=c.id, source_ref=c.source_ref, path=c.path,
                             final_score=c.scores.final, selected=c.id in selected_ids)
                 for rank, c in enumerate(ranked, start=1)
+                if rank <= RANKED_LIMIT or c.id in selected_ids
             ),
             budget=BudgetRecord(
                 max_tokens=scope.budget.max_tokens,

@@ -149,7 +149,9 @@ def test_an_edit_inside_an_item_is_content_changed_with_its_diff_even_at_a_new_r
 
 
 def test_a_doc_reclassified_as_a_rule_is_relabelled(lab):
-    report = drift_after(lab, AUTH_FILES, {}, intent=FIX_TEST, project="alpha",
+    # Explaining, not fixing: for a fix the doc would rank under the code and not be shown.
+    explain = FIX_TEST.model_copy(update={"purpose": Purpose.EXPLAIN_CODE})
+    report = drift_after(lab, AUTH_FILES, {}, intent=explain, project="alpha",
                          classifier=SourceClassifier().with_globs(["docs/admin-roles.md"]))
     item = by_ref(report)["docs/admin-roles.md:1-4"]
     assert item.drift_class == DriftClass.RELABELLED

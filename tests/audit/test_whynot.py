@@ -29,7 +29,7 @@ def test_cited_and_selected_but_not_cited(auth):
                             ModelResponsePayload(text="see", cited_ids=(code.citation_id,)), turn=observation.snapshot.turn)
     cited = why_not(auth.store, observation.snapshot_id, "path", "src/auth/session.ts")
     assert cited.stage == Stage.CITED and cited.cited_by
-    shown = why_not(auth.store, observation.snapshot_id, "path", "docs/admin-roles.md")
+    shown = why_not(auth.store, observation.snapshot_id, "path", "tests/auth/session.test.ts")
     assert shown.stage == Stage.SELECTED and "not cited" in shown.summary
     by_symbol = why_not(auth.store, observation.snapshot_id, "symbol", "createUserMock")
     assert by_symbol.stage == Stage.CITED

@@ -7,6 +7,7 @@ import pytest
 
 from scopelens.core.audit.whynot import why_not
 from scopelens.core.contracts import MemoryRecord, RetrievalBudget, RetrievalIntent, RetrievalScope
+from scopelens.core.pipeline.recall import FILES_KEPT
 from scopelens.core.vocab import MemoryStatus, Purpose, Stage
 from tests.support.factories import T0
 from tests.support.workspaces import Lab
@@ -88,11 +89,15 @@ def test_why_not_prefers_the_pipeline_row_over_the_probe_and_matches_literally(l
 
 
 def test_a_never_recalled_chunk_gets_its_would_be_rank(lab):
-    filler = {f"src/m{i}.py": f"def f{i}():\n    # cursor row move {i}\n    return {i}\n" for i in range(30)}
+    # More matching files than a recall keeps (recall.FILES_KEPT), so the doc is never recalled.
+    filler = {f"src/m{i}.py": f"def f{i}():\n    # cursor row move {i}\n    return {i}\n" for i in range(FILES_KEPT + 20)}
     lab.index(lab.workspace("a", {**filler, "docs/notes.md": "# Notes\n\nThe cursor rarely moves.\n"}), "alpha")
     observation = lab.retriever().retrieve(ASK_CURSOR, project="alpha")
     answer = why_not(lab.store, observation.snapshot_id, "text", "rarely moves")
     assert answer.stage == Stage.NOT_RECALLED and answer.best_chunk == "docs/notes.md:1-3"
     ranked = [q for q in answer.sub_queries if q.would_be_rank is not None]
-    assert ranked and all(q.would_be_rank > q.top_k for q in ranked)
-    assert f"rank {ranked[0].would_be_rank} of top {ranked[0].top_k}" in answer.summary
+    # Within the sub-query's top_k chunks, but its file below the files a recall keeps.
+    assert ranked and all(q.would_be_file_rank is not None and q.would_be_file_rank > FILES_KEPT for q in ranked)
+    run = ranked[0]
+    assert (f"rank {run.would_be_rank} of top {run.top_k}, but its file ranks {run.would_be_file_rank} "
+            f"and a recall keeps the best {FILES_KEPT} files") in answer.summary

@@ -13,7 +13,8 @@ from tests.audit.test_drift_classes import BULK_EDIT, INSERTED_ABOVE_TOTAL, INTE
 from tests.inspector.conftest import build_app, settle
 from tests.support.workspaces import Lab, write
 
-DOC = "# Discounts\n\nGold customers get a discount rate of ten percent, applied to a price by apply_discount.\n"
+# The doc names two of the anchored symbols, so it is selected beside the code it explains.
+DOC = "# Discounts\n\nGold customers get a discount_rate of ten percent, applied to a price by apply_discount.\n"
 
 
 async def test_shifted_relabelled_and_changed_elsewhere_are_shown(tmp_path):

@@ -118,14 +118,28 @@ def redact_document(document: ContractT) -> ContractT:
 
 
 def secrets_in(value: Any, where: str = "") -> list[tuple[str, K]]:
-    """``(field path, kind)`` of every detectable secret in a JSON-like ``value``; never the secret."""
+    """``(field path, kind)`` of every detectable secret in a JSON-like ``value``; never the secret.
+
+    The usual answer is none, so every string is first scanned once, joined by blank lines
+    (a snapshot holds thousands of short strings: paths, refs, reasons); only when that finds
+    something is each string scanned alone, for the field paths. A secret in one string is
+    found in the joined text too, and a match that only the joining made is dropped then.
+    """
+    strings = list(_strings(value, where))
+    if not strings or not _detect("\n\n".join(text for _path, text in strings)):
+        return []
+    return [(path or "text", kind) for path, text in strings for _start, _end, kind in _detect(text)]
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, str):
-        return [(where or "text", kind) for _start, _end, kind in _detect(value)]
-    if isinstance(value, dict):
-        return [hit for key, item in value.items() for hit in secrets_in(item, f"{where}.{key}" if where else str(key))]
-    if isinstance(value, (list, tuple)):
-        return [hit for index, item in enumerate(value) for hit in secrets_in(item, f"{where}[{index}]")]
-    return []
+        yield where, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{where}[{index}]")
 
 
 @dataclass(frozen=True)

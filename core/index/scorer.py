@@ -131,6 +131,8 @@ class _View:
     """Memory taken by the dense rows of this view's terms."""
     ranges: dict[tuple[object, ...], tuple[list[tuple[int, int]], np.ndarray]] = field(default_factory=dict)
     """Path ranges per (segments, path prefixes): see ``Scorer._ranges``."""
+    live_paths: dict[tuple[object, ...], tuple[str, ...]] = field(default_factory=dict)
+    """Distinct live paths per scope: see ``Scorer.live_paths``."""
 
 
 @dataclass
@@ -495,15 +497,21 @@ class Scorer:
             for i, s, (p, symbol, root) in zip(ids[order].tolist(), candidate_scores[order].tolist(), places, strict=True)
         ]
 
-    def live_paths(self, flt: RecallFilter) -> list[str]:
+    def live_paths(self, flt: RecallFilter) -> tuple[str, ...]:
         """The distinct paths with a live chunk under ``flt`` (sorted): the files a task may name.
 
         Sources and path prefixes narrow the list; the time window is the view's ``as_of``.
+        Cached per view, so it is computed once per index version and scope.
         """
         view = self._view(flt.project)
         segments = self._segments(view, flt)
         if not segments:
-            return []
+            return ()
+        key = (*_scope_key(flt), tuple(s.run_id for s in segments),
+               None if flt.sources is None else tuple(sorted(flt.sources)), flt.path_prefixes)
+        cached = view.live_paths.get(key)
+        if cached is not None:
+            return cached
         live, _total, _norm = self._stats(view, segments, flt)
         allowed = None
         if flt.sources is not None:
@@ -516,9 +524,13 @@ class Scorer:
             if allowed is not None:
                 mask = mask & allowed[view.source[lo:hi]]
             ranges = _prefix_ranges(segment.paths, flt.path_prefixes) if flt.path_prefixes else [(0, hi - lo)]
+            paths = segment.paths
             for a, b in ranges:
-                found.update(segment.paths[i] for i in (np.flatnonzero(mask[a:b]) + a).tolist())
-        return sorted(found)
+                found.update(map(paths.__getitem__, (np.flatnonzero(mask[a:b]) + a).tolist()))
+        if len(view.live_paths) > 64:
+            view.live_paths.clear()
+        result = view.live_paths[key] = tuple(sorted(found))
+        return result
 
     def document_frequencies(self, terms: Iterable[str], flt: RecallFilter) -> tuple[dict[str, int], int]:
         """How many live chunks under ``flt``'s statistics hold each term (a term none holds is

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from sqlmodel import col, select
 
@@ -61,8 +62,12 @@ ARTIFACT_WINDOW_LINES = 30
 FILES_KEPT = 100
 """Files a deep workspace recall keeps, by file score: the candidates rerank sees."""
 CHUNKS_PER_FILE = 4
-"""Chunks kept per file: its best, and a few more for packing to choose from (as many as
-packing may select from one file, ``pack.MAX_ITEMS_PER_FILE``)."""
+"""Chunks kept of each of the best ``FILES_WITH_CHUNKS`` files: its best, and a few more for
+packing to choose from (as many as packing may select from one file, ``pack.MAX_ITEMS_PER_FILE``)."""
+FILES_WITH_CHUNKS = 8
+"""Files past the best eight (the default ``max_items``) keep their best chunk only: they are
+there to be ranked (where did the right file stand?), seldom to fill the block, and every
+candidate costs reading, scoring and recording."""
 FILE_BONUS = 0.25
 """A file's score is its best chunk's, raised by up to a quarter for other matching chunks
 (their scores summed, relative to the best, capped at 1): a file that matches in several
@@ -151,6 +156,12 @@ def chunk_candidate(chunk: ChunkRecord, score: float, sub_query: SubQuery, polic
     )
 
 
+@lru_cache(maxsize=8)
+def path_index(paths: tuple[str, ...]) -> PathIndex:
+    """One lookup per set of live paths (a retriever asks for the same set until the index changes)."""
+    return PathIndex(paths)
+
+
 class IndexLexicon:
     """The planner's view of the index in scope (``planner.Lexicon``): the workspace's paths
     and term rarity, both under the scope's masks."""
@@ -163,7 +174,7 @@ class IndexLexicon:
 
     def paths(self) -> PathIndex:
         if self._paths is None:
-            self._paths = PathIndex(self.scorer.live_paths(self.filter) if self.filter.sources else [])
+            self._paths = path_index(self.scorer.live_paths(self.filter) if self.filter.sources else ())
         return self._paths
 
     def document_frequencies(self, terms: Iterable[str]) -> tuple[dict[str, int], int]:
@@ -213,12 +224,14 @@ def rank_files(hits: Sequence[Hit], names: frozenset[str] = frozenset()) -> list
 
 
 def by_file(hits: Sequence[Hit], names: frozenset[str] = frozenset()) -> list[Hit]:
-    """Chunk hits aggregated to files (:func:`rank_files`): the ``FILES_KEPT`` best files, each
-    with its ``CHUNKS_PER_FILE`` best chunks, scaled so that its best chunk carries the file score."""
+    """Chunk hits aggregated to files (:func:`rank_files`): the ``FILES_KEPT`` best files, the
+    first ``FILES_WITH_CHUNKS`` with their ``CHUNKS_PER_FILE`` best chunks and the others with
+    their best, scaled so that a file's best chunk carries the file score."""
     out = []
-    for file_score, _key, group in rank_files(hits, names)[:FILES_KEPT]:
+    for rank, (file_score, _key, group) in enumerate(rank_files(hits, names)[:FILES_KEPT]):
         scale = file_score / group[0].score if group[0].score > 0 else 1.0
-        out += [Hit(h.chunk_id, h.score * scale, h.path, h.symbol, h.root) for h in group[:CHUNKS_PER_FILE]]
+        kept = group[:CHUNKS_PER_FILE] if rank < FILES_WITH_CHUNKS else group[:1]
+        out += [Hit(h.chunk_id, h.score * scale, h.path, h.symbol, h.root) for h in kept]
     return out
 
 

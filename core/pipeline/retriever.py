@@ -82,6 +82,7 @@ def engine_config() -> dict[str, Any]:
         "locate": {"min_shared_parts": locate_module.MIN_SHARED_PARTS, "max_bare_matches": locate_module.MAX_BARE_MATCHES},
         "subquery_top_k": {k.value: v for k, v in SUBQUERY_TOP_K.items()},
         "files": {"kept": recall_module.FILES_KEPT, "chunks_per_file": recall_module.CHUNKS_PER_FILE,
+                  "with_chunks": recall_module.FILES_WITH_CHUNKS,
                   "bonus": recall_module.FILE_BONUS, "bonus_chunks": recall_module.FILE_BONUS_CHUNKS,
                   "defines_bonus": recall_module.DEFINES_BONUS},
         "fix_place_prior": rerank_module.FIX_PLACE_PRIOR,

@@ -20,6 +20,7 @@ from scopelens.core.redact import (
     placeholder,
     redact,
     redact_values,
+    secrets_in,
     shannon_entropy,
 )
 from scopelens.core.vocab import RedactionKind as K
@@ -449,3 +450,22 @@ def test_records_hash_under_a_key_never_plainly() -> None:
     assert redact(weak, other).redactions[0].original_hash != keyed[0].original_hash
     unkeyed = redact(weak).redactions[0]
     assert (unkeyed.original_hash, unkeyed.hash_kind, unkeyed.key_id) == ("", "none", None)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "secret"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_secrets_in_finds_each_format_among_many_strings_at_its_field(text: str, kind: K, secret: str) -> None:
+    # A snapshot's thousands of short strings are scanned joined first, then one by one.
+    document = {
+        "ranked": [{"path": f"src/m{n}.py", "reason": f"final score 0.{n} below cutoff"} for n in range(200)],
+        "selected": [{"visible_text": "def f():\n    return 1\n"}, {"visible_text": text.format(s=secret)}],
+    }
+    assert secrets_in(document) == [("selected[1].visible_text", kind)]
+    assert secrets_in({"ranked": document["ranked"]}) == []
+    assert secrets_in(text.format(s=secret)) == [("text", kind)]
+
+
+def test_secrets_in_ignores_a_match_only_joining_would_make() -> None:
+    # Strings are joined by blank lines, which no secret format spans.
+    assert secrets_in(["-----BEGIN", "RSA PRIVATE KEY-----", "AKIA", "Z7QX3VN5LP2KD8RT"]) == []

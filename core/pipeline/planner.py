@@ -62,6 +62,9 @@ CODE_KEYWORDS = frozenset(keyword.kwlist) | frozenset(
     "self cls print import from len str int float list dict set tuple range none true false".split()  # noqa: SIM905
 )
 """Words of quoted code that name nothing in particular (keywords and the commonest builtins)."""
+OPTION = re.compile(r"(?<![\w-])--?([A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+|[A-Za-z]{3,}[A-Za-z0-9]*)(?![\w-])")
+"""Command-line options (``--ignore-paths``, ``--recursive``): the code that declares them
+spells the name (``ignore-paths``, ``ignore_paths``), so it is an identifier."""
 STOPWORDS = frozenset(
     """a an the and or but if then else when while of in on at to for from by with without into onto
     is are was were be been being do does did done have has had this that these those it its it's
@@ -108,6 +111,8 @@ def extract_handles(text: str) -> list[Handle]:
     for match in PATH.finditer(text):
         add(match.group(1), "path")
     for match in IDENTIFIER.finditer(text):
+        add(match.group(1), "identifier")
+    for match in OPTION.finditer(text):
         add(match.group(1), "identifier")
     for span in CODE_SPAN.finditer(text):
         for word in CODE_WORD.findall(span.group(0)):

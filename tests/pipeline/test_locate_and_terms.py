@@ -100,3 +100,10 @@ def test_files_the_report_names_become_located_terms():
     # the named test file is evidence, not a place of the fix; the code it tests is located
     assert located == {"sympy/printing/ccode.py", "src/flask/config.py"}
     assert terms["sympy/printing/ccode.py"][0] == TERM_WEIGHTS["located"]
+
+
+def test_option_names_are_identifiers():
+    terms = weights("running pylint --recursive=y ignores --ignore-paths and -j")
+    assert terms["ignore-paths"] == (TERM_WEIGHTS["identifier"], "identifier")
+    assert terms["recursive"] == (TERM_WEIGHTS["identifier"], "identifier")
+    assert "j" not in terms

@@ -61,11 +61,20 @@ from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import all_current_memories
 from scopelens.core.pathmatch import normalise_prefix, under_prefix
 from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
-from scopelens.core.pipeline.recall import CHUNKS_PER_FILE, FILES_KEPT, defined_names, rank_files, time_window, workspace_filter
+from scopelens.core.pipeline.recall import (
+    CHUNKS_PER_FILE,
+    DOC_FILES_KEPT,
+    FILES_KEPT,
+    defined_names,
+    kept_files,
+    rank_files,
+    time_window,
+    workspace_filter,
+)
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.textsafety import listing
-from scopelens.core.vocab import WORKSPACE_SOURCES, EventType, Stage
+from scopelens.core.vocab import WORKSPACE_SOURCES, EventType, Source, Stage
 
 QueryKind = Literal["path", "symbol", "text"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("path", "symbol", "text")
@@ -94,6 +103,8 @@ class SubQueryRun(Contract):
     """Its file's rank among the files of the sub-query's ``top_k`` chunks, when the chunk was
     within ``top_k`` (a recall keeps the ``files_kept`` best files, and a few chunks of each)."""
     files_kept: int | None = None
+    docs_cut: bool = False
+    """The file is a doc, and a recall keeps at most ``files_kept`` docs."""
 
 
 class WhyNotMatch(Contract):
@@ -493,27 +504,34 @@ def _branch_text(snapshot: AuditSnapshot) -> str:
     return f", branch {snapshot.scope.branch}" if snapshot.scope.branch else ""
 
 
-def _would_be_ranks(store: Store, snapshot: AuditSnapshot, chunk: ChunkRecord) -> dict[str, tuple[int | None, int | None]]:
+def _would_be_ranks(
+    store: Store, snapshot: AuditSnapshot, chunk: ChunkRecord
+) -> dict[str, tuple[int | None, int | None, bool]]:
     """The chunk's rank under each sub-query of the frozen plan, at the snapshot's time, and
-    (when within ``top_k``) its file's rank as recall aggregates chunks to files."""
+    (when within ``top_k``) its file's rank as recall aggregates chunks to files, and whether
+    its file was a doc past the docs a recall keeps."""
     scorer = Scorer(store)
     window = time_window(snapshot.scope, _moment(snapshot))
-    ranks: dict[str, tuple[int | None, int | None]] = {}
+    ranks: dict[str, tuple[int | None, int | None, bool]] = {}
     try:
         for query in snapshot.plan.sub_queries:
             sources = frozenset(s for s in query.sources if s in WORKSPACE_SOURCES and snapshot.scope.admits_source(s))
             if chunk.source not in sources or not query.terms:
-                ranks[query.id] = (None, None)
+                ranks[query.id] = (None, None, False)
                 continue
             flt = workspace_filter(snapshot.scope, sources, window, as_of_given=True)
             hits = scorer.search([(t.term, t.weight) for t in query.terms], flt, top_k=RANK_SEARCH_LIMIT)
             rank = next((n for n, hit in enumerate(hits, start=1) if hit.chunk_id == chunk.chunk_id), None)
             file_rank = None
+            doc_cut = False
             if rank is not None and rank <= query.top_k:
                 files = rank_files(hits[: query.top_k], defined_names(query))
                 file_rank = next((n for n, (_s, _k, group) in enumerate(files, start=1)
                                   if any(h.chunk_id == chunk.chunk_id for h in group)), None)
-            ranks[query.id] = (rank, file_rank)
+                kept = {key for _s, key, _g in kept_files(files)}
+                doc_cut = (file_rank is not None and file_rank <= FILES_KEPT and chunk.source == Source.WORKSPACE_DOC
+                           and files[file_rank - 1][1] not in kept)
+            ranks[query.id] = (rank, file_rank, doc_cut)
     finally:
         scorer.close()
     return ranks
@@ -524,6 +542,9 @@ def _placed(run: SubQueryRun) -> str:
         return f"{run.id} not ranked"
     if run.would_be_file_rank is None:
         return f"{run.id} rank {run.would_be_rank} of top {run.top_k}"
+    if run.docs_cut:
+        return (f"{run.id} rank {run.would_be_rank} of top {run.top_k}, but its file ranks {run.would_be_file_rank} "
+                f"and a recall keeps at most {run.files_kept} docs, which ranked above it")
     if run.files_kept is not None and run.would_be_file_rank > run.files_kept:
         return (f"{run.id} rank {run.would_be_rank} of top {run.top_k}, but its file ranks {run.would_be_file_rank} "
                 f"and a recall keeps the best {run.files_kept} files")
@@ -556,11 +577,14 @@ def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkR
     tokens = tokens_of(best)
     missing = tuple(t for t, _w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])) if t not in tokens)
     ranks = _would_be_ranks(store, snapshot, best)
+    nothing: tuple[int | None, int | None, bool] = (None, None, False)
     runs = tuple(
         run.model_copy(update={
-            "would_be_rank": ranks.get(run.id, (None, None))[0],
-            "would_be_file_rank": ranks.get(run.id, (None, None))[1],
-            "files_kept": FILES_KEPT if ranks.get(run.id, (None, None))[1] is not None else None,
+            "would_be_rank": ranks.get(run.id, nothing)[0],
+            "would_be_file_rank": ranks.get(run.id, nothing)[1],
+            "files_kept": None if ranks.get(run.id, nothing)[1] is None else (
+                DOC_FILES_KEPT if ranks.get(run.id, nothing)[2] else FILES_KEPT),
+            "docs_cut": ranks.get(run.id, nothing)[2],
         })
         for run in runs
     )

@@ -60,6 +60,7 @@ from scopelens.core.vocab import Source
 BM25_K1 = 1.2
 BM25_B = 0.75
 SOURCE_CODES: dict[Source, int] = {source: code for code, source in enumerate(Source)}
+_SOURCES: tuple[Source, ...] = tuple(Source)
 POSTINGS_CACHE_LIMIT = 400_000
 TERMS_CACHE_LIMIT = 200_000
 _K1_PLUS_1 = BM25_K1 + 1.0
@@ -95,6 +96,8 @@ class Hit:
     """What the chunk defines, if anything (``Class.method``), also from the view."""
     root: str = ""
     """The workspace root the chunk was indexed under (one path may be in several roots)."""
+    source: Source | None = None
+    """The chunk's source (code, doc, rule, decision record)."""
 
 
 @dataclass
@@ -491,10 +494,14 @@ class Scorer:
             candidates, candidate_scores = candidates[cut], candidate_scores[cut]
         ids = view.chunk_ids[candidates]
         order = np.lexsort((ids, -candidate_scores))[:top_k]
-        places = _places_at(view, candidates[order].tolist())
+        top = candidates[order]
+        places = _places_at(view, top.tolist())
+        sources = [_SOURCES[code] for code in view.source[top].tolist()]
         return [
-            Hit(i, s, p, symbol, root)
-            for i, s, (p, symbol, root) in zip(ids[order].tolist(), candidate_scores[order].tolist(), places, strict=True)
+            Hit(i, s, p, symbol, root, source)
+            for i, s, (p, symbol, root), source in zip(
+                ids[order].tolist(), candidate_scores[order].tolist(), places, sources, strict=True
+            )
         ]
 
     def live_paths(self, flt: RecallFilter) -> tuple[str, ...]:

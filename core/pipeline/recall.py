@@ -61,6 +61,9 @@ MEMORY_AUTHORITY: dict[MemoryStatus, Authority] = {
 ARTIFACT_WINDOW_LINES = 30
 FILES_KEPT = 100
 """Files a deep workspace recall keeps, by file score: the candidates rerank sees."""
+DOC_FILES_KEPT = 20
+"""Of which at most a fifth docs: prose matches a report's prose better than code does, and a
+repository with a thousand pages of docs must not crowd its code out of recall."""
 CHUNKS_PER_FILE = 4
 """Chunks kept of each of the best ``FILES_WITH_CHUNKS`` files: its best, and a few more for
 packing to choose from (as many as packing may select from one file, ``pack.MAX_ITEMS_PER_FILE``)."""
@@ -208,7 +211,8 @@ def rank_files(hits: Sequence[Hit], names: frozenset[str] = frozenset()) -> list
     """
     groups: dict[FileKey, list[Hit]] = {}
     boosted = [
-        Hit(h.chunk_id, h.score * (1.0 + DEFINES_BONUS), h.path, h.symbol, h.root) if defines(h.symbol, names) else h
+        Hit(h.chunk_id, h.score * (1.0 + DEFINES_BONUS), h.path, h.symbol, h.root, h.source)
+        if defines(h.symbol, names) else h
         for h in hits
     ]
     for hit in sorted(boosted, key=lambda h: (-h.score, h.chunk_id)):
@@ -223,15 +227,31 @@ def rank_files(hits: Sequence[Hit], names: frozenset[str] = frozenset()) -> list
     return scored
 
 
+def kept_files(files: Sequence[tuple[float, FileKey, list[Hit]]]) -> list[tuple[float, FileKey, list[Hit]]]:
+    """Of files ranked by :func:`rank_files`, those a recall keeps: the ``FILES_KEPT`` best,
+    at most ``DOC_FILES_KEPT`` of them docs."""
+    kept: list[tuple[float, FileKey, list[Hit]]] = []
+    docs = 0
+    for entry in files:
+        if len(kept) == FILES_KEPT:
+            break
+        if entry[2][0].source == Source.WORKSPACE_DOC:
+            if docs == DOC_FILES_KEPT:
+                continue
+            docs += 1
+        kept.append(entry)
+    return kept
+
+
 def by_file(hits: Sequence[Hit], names: frozenset[str] = frozenset()) -> list[Hit]:
-    """Chunk hits aggregated to files (:func:`rank_files`): the ``FILES_KEPT`` best files, the
-    first ``FILES_WITH_CHUNKS`` with their ``CHUNKS_PER_FILE`` best chunks and the others with
+    """Chunk hits aggregated to files (:func:`rank_files`, :func:`kept_files`), the first
+    ``FILES_WITH_CHUNKS`` files with their ``CHUNKS_PER_FILE`` best chunks and the others with
     their best, scaled so that a file's best chunk carries the file score."""
     out = []
-    for rank, (file_score, _key, group) in enumerate(rank_files(hits, names)[:FILES_KEPT]):
+    for rank, (file_score, _key, group) in enumerate(kept_files(rank_files(hits, names))):
         scale = file_score / group[0].score if group[0].score > 0 else 1.0
         kept = group[:CHUNKS_PER_FILE] if rank < FILES_WITH_CHUNKS else group[:1]
-        out += [Hit(h.chunk_id, h.score * scale, h.path, h.symbol, h.root) for h in kept]
+        out += [Hit(h.chunk_id, h.score * scale, h.path, h.symbol, h.root, h.source) for h in kept]
     return out
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from scopelens.core.audit.whynot import why_not
 from scopelens.core.contracts import MemoryRecord, RetrievalBudget, RetrievalIntent, RetrievalScope
-from scopelens.core.pipeline.recall import FILES_KEPT
+from scopelens.core.pipeline.recall import DOC_FILES_KEPT, FILES_KEPT
 from scopelens.core.vocab import MemoryStatus, Purpose, Stage
 from tests.support.factories import T0
 from tests.support.workspaces import Lab
@@ -101,3 +101,14 @@ def test_a_never_recalled_chunk_gets_its_would_be_rank(lab):
     run = ranked[0]
     assert (f"rank {run.would_be_rank} of top {run.top_k}, but its file ranks {run.would_be_file_rank} "
             f"and a recall keeps the best {FILES_KEPT} files") in answer.summary
+
+
+def test_a_doc_past_the_docs_a_recall_keeps_says_so(lab):
+    docs = {f"docs/d{i}.md": f"# D{i}\n\ncursor row move datatable {i}\n" for i in range(DOC_FILES_KEPT + 5)}
+    lab.index(lab.workspace("a", {**docs, "docs/notes.md": "# Notes\n\nThe cursor rarely moves.\n"}), "alpha")
+    observation = lab.retriever().retrieve(ASK_CURSOR, project="alpha")
+    answer = why_not(lab.store, observation.snapshot_id, "text", "rarely moves")
+    assert answer.stage == Stage.NOT_RECALLED
+    run = next(q for q in answer.sub_queries if q.would_be_rank is not None)
+    assert run.docs_cut and run.files_kept == DOC_FILES_KEPT and DOC_FILES_KEPT < run.would_be_file_rank <= FILES_KEPT
+    assert f"and a recall keeps at most {DOC_FILES_KEPT} docs, which ranked above it" in answer.summary

@@ -520,7 +520,7 @@ def _would_be_ranks(
                 ranks[query.id] = (None, None, False)
                 continue
             flt = workspace_filter(snapshot.scope, sources, window, as_of_given=True)
-            hits = scorer.search([(t.term, t.weight) for t in query.terms], flt, top_k=RANK_SEARCH_LIMIT)
+            hits = scorer.search([(t.term, t.weight) for t in query.terms], flt, top_k=RANK_SEARCH_LIMIT, with_places=True)
             rank = next((n for n, hit in enumerate(hits, start=1) if hit.chunk_id == chunk.chunk_id), None)
             file_rank = None
             doc_cut = False

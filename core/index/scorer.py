@@ -396,10 +396,13 @@ class Scorer:
 
     # ------------------------------------------------------------------ scoring
 
-    def search(self, terms: Sequence[tuple[str, float]], flt: RecallFilter, *, top_k: int = 10) -> list[Hit]:
+    def search(
+        self, terms: Sequence[tuple[str, float]], flt: RecallFilter, *, top_k: int = 10, with_places: bool = False
+    ) -> list[Hit]:
         """The ``top_k`` chunks for weighted ``terms`` under the masks of ``flt``.
 
-        Ties are broken by chunk id, so results are deterministic.
+        Ties are broken by chunk id, so results are deterministic. ``with_places``: each hit
+        also carries its path, symbol, root and source (for aggregating hits to files).
         """
         weights: dict[str, float] = {}
         for term, weight in terms:
@@ -494,6 +497,8 @@ class Scorer:
             candidates, candidate_scores = candidates[cut], candidate_scores[cut]
         ids = view.chunk_ids[candidates]
         order = np.lexsort((ids, -candidate_scores))[:top_k]
+        if not with_places:
+            return [Hit(i, s) for i, s in zip(ids[order].tolist(), candidate_scores[order].tolist(), strict=True)]
         top = candidates[order]
         places = _places_at(view, top.tolist())
         sources = [_SOURCES[code] for code in view.source[top].tolist()]

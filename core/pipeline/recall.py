@@ -290,7 +290,7 @@ class Recall:
         workspace = frozenset(sub_query.sources) & WORKSPACE_SOURCES
         if workspace:
             flt = workspace_filter(scope, workspace, window, as_of_given=reads_the_past(scope))
-            hits = by_file(self.scorer.search(terms, flt, top_k=sub_query.top_k), defined_names(sub_query))
+            hits = by_file(self.scorer.search(terms, flt, top_k=sub_query.top_k, with_places=True), defined_names(sub_query))
             chunks = fetch_chunks(self.store, [h.chunk_id for h in hits])
             found += [chunk_candidate(chunks[h.chunk_id], h.score, sub_query, self.policy, window.as_of) for h in hits]
         if Source.SESSION_EVENT in sub_query.sources or Source.ARTIFACT in sub_query.sources:

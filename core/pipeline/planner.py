@@ -195,11 +195,11 @@ def _intent_handles(intent: RetrievalIntent) -> list[Handle]:
     return handles
 
 
-def located_files(intent: RetrievalIntent, paths: PathIndex) -> list[str]:
+def located_files(intent: RetrievalIntent, paths: PathIndex, handles: list[Handle] | None = None) -> list[str]:
     """Workspace files the task names (frames, paths, modules, test ids) and the code under a
     named test; named test files themselves are left out (they are the failure's evidence,
-    found by their own words, not the place of a fix)."""
-    handles = _intent_handles(intent)
+    found by their own words, not the place of a fix). ``handles``: the intent's, if known."""
+    handles = _intent_handles(intent) if handles is None else handles
     given = [h.text.split("::")[0] for h in handles if h.kind in PATH_KINDS]
     modules = [h.text for h in handles if h.kind in ("identifier", "frame") and "." in h.text]
     modules += [m.group(1) for m in UNITTEST_ID.finditer(" ".join(filter(None, (
@@ -219,7 +219,8 @@ def weighted_terms(intent: RetrievalIntent, lexicon: Lexicon | None = None) -> t
     and prose words too common to tell chunks apart (``PROSE_MAX_SHARE``) are dropped.
     """
     best: dict[str, WeightedTerm] = {}
-    for handle in _intent_handles(intent):
+    handles = _intent_handles(intent)
+    for handle in handles:
         for term, weight in _handle_terms(handle):
             if term in STOPWORDS:
                 continue
@@ -228,7 +229,7 @@ def weighted_terms(intent: RetrievalIntent, lexicon: Lexicon | None = None) -> t
                 best[term] = WeightedTerm(term=term, weight=weight, kind=handle.kind)
     if lexicon is None:
         return tuple(best.values())
-    for path in located_files(intent, lexicon.paths()):
+    for path in located_files(intent, lexicon.paths(), handles):
         whole = path.lower()
         if tokenize(path)[:1] == [whole]:  # indexed as one term (no spaces, not too long)
             best[whole] = WeightedTerm(term=whole, weight=TERM_WEIGHTS["located"], kind="located")

@@ -19,7 +19,9 @@ Each component is in [0, 1]:
 * ``scope``: 1.0 when the candidate is one of the current files or in their directory;
 * ``actionability``: how directly this kind of evidence supports the next step for the
   purpose (a failing test's log and code for ``fix-test``; rules and decisions for
-  ``review-risk``);
+  ``review-risk``). For fix purposes a workspace file that is not where fixes go (a rule, a
+  test the task does not name, a doc) takes ``FIX_PLACE_PRIOR`` as its actionability, and its
+  ``lexical`` is scaled by the same factor (see ``_place_prior``);
 * ``diversity``: 1.0 for the first candidate of each evidence kind in rank order, applied
   in a second pass;
 * ``semantic``: a slot for an embedding score; 0.0 (there is no model in the engine).

@@ -14,7 +14,8 @@ paths the index holds by the longest common suffix of path components:
   ``MAX_BARE_MATCHES`` of them (beyond that the name says nothing);
 * a named test file leads to the code under test by the usual naming conventions
   (``tests/test_mod.py``, ``mod_test.py``, ``test/test_mod.py`` -> ``mod.py``), the closest
-  such file by shared directories.
+  such file by shared directories; when no file is named like it, by what it imports
+  (Python ``import``/``from``, relative too, and JavaScript/TypeScript ``from "./x"``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 MIN_SHARED_PARTS = 2
@@ -33,6 +34,12 @@ MAX_BARE_MATCHES = 3
 
 _TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
 _TEST_STEM = re.compile(r"^(?:test_(?P<a>\w+)|(?P<b>\w+?)_tests?|(?P<c>\w+?)[._](?:test|spec))$")
+MAX_IMPORTED = 5
+"""At most this many imported files stand for a test's code under test (a test importing a
+dozen modules says little about which one fails)."""
+_PY_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))", re.M)
+_JS_IMPORT = re.compile(r"""(?:\bfrom[ \t]+|\brequire\([ \t]*|^[ \t]*import[ \t]+)['"](\.{1,2}/[^'"]+)['"]""", re.M)
+_JS_SUFFIXES = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", "/index.ts", "/index.js")
 _CODE_SUFFIXES = (".py", ".pyi", ".ts", ".tsx", ".js", ".jsx", ".go", ".rs", ".java", ".rb", ".c", ".cc", ".cpp", ".h")
 
 
@@ -120,6 +127,36 @@ class PathIndex:
         return sorted(candidates, key=lambda p: (-_shared_prefix(p.split("/")[:-1], home), p))[:1]
 
 
+    def imported(self, test_path: str, text: str) -> list[str]:
+        """Workspace files (not tests) that a test file's text imports, in order, at most
+        ``MAX_IMPORTED``: absolute Python modules by :meth:`module`, relative imports (Python
+        dots, JavaScript ``./x``) against the test's folder."""
+        folder = posixpath.dirname(test_path)
+        known = set(self.paths)
+        found: list[str] = []
+        for match in _PY_IMPORT.finditer(text):
+            source, names, plain = match.groups()
+            if plain is not None:
+                modules = [m.strip() for m in plain.split(",") if m.strip()]
+                found += [p for m in modules for p in self.module(m.split(" ")[0])]
+            elif source.startswith("."):
+                level = len(source) - len(source.lstrip("."))
+                base = folder
+                for _ in range(level - 1):
+                    base = posixpath.dirname(base)
+                rest = source.lstrip(".").replace(".", "/")
+                stems = [posixpath.join(base, rest)] if rest else []
+                stems += [posixpath.join(base, rest, n.strip()) for n in names.split(",") if n.strip()]
+                found += [stem + ".py" for stem in stems if stem + ".py" in known]
+            else:
+                dotted = [f"{source}.{n.strip()}" for n in names.split(",") if n.strip()]
+                found += next((self.module(d) for d in dotted if self.module(d)), self.module(source))
+        for match in _JS_IMPORT.finditer(text):
+            stem = posixpath.normpath(posixpath.join(folder, match.group(1)))
+            found += [stem + suffix for suffix in _JS_SUFFIXES if stem + suffix in known][:1]
+        return [p for p in dict.fromkeys(found) if not is_test_path(p)][:MAX_IMPORTED]
+
+
 def _shared_suffix(a: Sequence[str], b: Sequence[str]) -> int:
     n = 0
     while n < len(a) and n < len(b) and a[-1 - n] == b[-1 - n]:
@@ -134,9 +171,12 @@ def _shared_prefix(a: Sequence[str], b: Sequence[str]) -> int:
     return n
 
 
-def locate(index: PathIndex, paths: Iterable[str], modules: Iterable[str]) -> list[Located]:
+def locate(
+    index: PathIndex, paths: Iterable[str], modules: Iterable[str], text_of: Callable[[str], str] | None = None
+) -> list[Located]:
     """Workspace files named by ``paths`` (frames, mentioned paths, test ids' files) and
-    ``modules`` (dotted names), then the code under each named test file; in order found."""
+    ``modules`` (dotted names), then the code under each named test file (by name, else by its
+    imports when ``text_of`` can read the test); in order found."""
     found: dict[str, Located] = {}
     for given in paths:
         for path in index.resolve(given):
@@ -145,6 +185,9 @@ def locate(index: PathIndex, paths: Iterable[str], modules: Iterable[str]) -> li
         for path in index.module(dotted):
             found.setdefault(path, Located(path, "named"))
     for named in [f.path for f in found.values() if is_test_path(f.path)]:
-        for path in index.under_test(named):
+        tested = index.under_test(named)
+        if not tested and text_of is not None:
+            tested = index.imported(named, text_of(named))
+        for path in tested:
             found.setdefault(path, Located(path, "under-test"))
     return list(found.values())

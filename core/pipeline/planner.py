@@ -181,6 +181,10 @@ class Lexicon(Protocol):
 
     def document_frequencies(self, terms: Iterable[str]) -> tuple[dict[str, int], int]: ...
 
+    def file_chunks(self, path: str) -> list[tuple[str | None, str]]:
+        """The live chunks of a workspace file in scope, in line order: (symbol, text)."""
+        ...
+
 
 def _intent_handles(intent: RetrievalIntent) -> list[Handle]:
     handles: list[Handle] = []
@@ -195,16 +199,47 @@ def _intent_handles(intent: RetrievalIntent) -> list[Handle]:
     return handles
 
 
-def located_files(intent: RetrievalIntent, paths: PathIndex, handles: list[Handle] | None = None) -> list[str]:
+def located_files(
+    intent: RetrievalIntent, paths: PathIndex, handles: list[Handle] | None = None, lexicon: Lexicon | None = None
+) -> list[str]:
     """Workspace files the task names (frames, paths, modules, test ids) and the code under a
-    named test; named test files themselves are left out (they are the failure's evidence,
-    found by their own words, not the place of a fix). ``handles``: the intent's, if known."""
+    named test (by name, else by what it imports, read through ``lexicon``); named test files
+    themselves are left out (they are the failure's evidence, found by their own words, not the
+    place of a fix). ``handles``: the intent's, if known."""
     handles = _intent_handles(intent) if handles is None else handles
     given = [h.text.split("::")[0] for h in handles if h.kind in PATH_KINDS]
     modules = [h.text for h in handles if h.kind in ("identifier", "frame") and "." in h.text]
     modules += [m.group(1) for m in UNITTEST_ID.finditer(" ".join(filter(None, (
         intent.question, intent.anchors.error_text, intent.anchors.traceback))))]
-    return [f.path for f in locate(paths, given, modules) if not is_test_path(f.path)]
+    def text_of(path: str) -> str:
+        return "\n".join(text for _symbol, text in lexicon.file_chunks(path)) if lexicon is not None else ""
+
+    return [f.path for f in locate(paths, given, modules, text_of) if not is_test_path(f.path)]
+
+
+CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+TEST_HARNESS_NAMES = frozenset("expect describe it test beforeeach aftereach setup teardown".split())  # noqa: SIM905
+"""Calls in a test that belong to the test framework, not to the code under test."""
+
+
+def failing_test_calls(intent: RetrievalIntent, paths: PathIndex, lexicon: Lexicon) -> list[str]:
+    """The names a failing test (``tests/x.py::TestY::test_z``) calls: what it exercises.
+    Assertions, the framework's own calls and the language's keywords and common builtins are
+    left out."""
+    file_part, _, test = intent.anchors.failing_test.partition("::") if intent.anchors.failing_test else ("", "", "")
+    name = test.split("::")[-1].split("[")[0]
+    if not name:
+        return []
+    calls: list[str] = []
+    for path in paths.resolve(file_part):
+        for symbol, text in lexicon.file_chunks(path):
+            if symbol and symbol.rsplit(".", 1)[-1] == name:
+                calls += [
+                    c for c in CALLED.findall(text)
+                    if c != name and c.lower() not in CODE_KEYWORDS and c.lower() not in TEST_HARNESS_NAMES
+                    and not c.lower().startswith("assert")
+                ]
+    return list(dict.fromkeys(calls))
 
 
 UNITTEST_ID = re.compile(r"\(([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)\)")
@@ -215,11 +250,14 @@ module."""
 def weighted_terms(intent: RetrievalIntent, lexicon: Lexicon | None = None) -> tuple[WeightedTerm, ...]:
     """Every handle of the intent as index terms, each term at the weight of its best handle.
 
-    With a ``lexicon``, files the task names become ``located`` terms (their whole paths),
-    and prose words too common to tell chunks apart (``PROSE_MAX_SHARE``) are dropped.
+    With a ``lexicon``, files the task names become ``located`` terms (their whole paths), the
+    names a failing test calls become identifiers, and prose words too common to tell chunks
+    apart (``PROSE_MAX_SHARE``) are dropped.
     """
     best: dict[str, WeightedTerm] = {}
     handles = _intent_handles(intent)
+    if lexicon is not None:
+        handles += [Handle(call, "identifier") for call in failing_test_calls(intent, lexicon.paths(), lexicon)]
     for handle in handles:
         for term, weight in _handle_terms(handle):
             if term in STOPWORDS:
@@ -229,7 +267,7 @@ def weighted_terms(intent: RetrievalIntent, lexicon: Lexicon | None = None) -> t
                 best[term] = WeightedTerm(term=term, weight=weight, kind=handle.kind)
     if lexicon is None:
         return tuple(best.values())
-    for path in located_files(intent, lexicon.paths(), handles):
+    for path in located_files(intent, lexicon.paths(), handles, lexicon):
         whole = path.lower()
         if tokenize(path)[:1] == [whole]:  # indexed as one term (no spaces, not too long)
             best[whole] = WeightedTerm(term=whole, weight=TERM_WEIGHTS["located"], kind="located")

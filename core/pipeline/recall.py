@@ -24,6 +24,7 @@ from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import Hit, RecallFilter, Scorer
 from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import to_micros
+from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import current_memories
 from scopelens.core.pathmatch import under_any
 from scopelens.core.pipeline.locate import PathIndex
@@ -159,6 +160,10 @@ def chunk_candidate(chunk: ChunkRecord, score: float, sub_query: SubQuery, polic
     )
 
 
+FILE_CHUNKS_LIMIT = 2000
+"""How many chunks of one file planning reads (a failing test's file, for its imports and calls)."""
+
+
 @lru_cache(maxsize=8)
 def path_index(paths: tuple[str, ...]) -> PathIndex:
     """One lookup per set of live paths (a retriever asks for the same set until the index changes)."""
@@ -182,6 +187,15 @@ class IndexLexicon:
 
     def document_frequencies(self, terms: Iterable[str]) -> tuple[dict[str, int], int]:
         return self.scorer.document_frequencies(terms, self.filter) if self.filter.sources else ({}, 0)
+
+    def file_chunks(self, path: str) -> list[tuple[str | None, str]]:
+        """Found through the file's whole-path term, which each of its chunks is indexed under."""
+        whole = path.lower()
+        if not self.filter.sources or tokenize(path)[:1] != [whole]:
+            return []
+        hits = self.scorer.search([(whole, 1.0)], self.filter, top_k=FILE_CHUNKS_LIMIT, with_places=True)
+        chunks = fetch_chunks(self.scorer.store, [h.chunk_id for h in hits if h.path == path])
+        return [(c.symbol, c.text) for c in sorted(chunks.values(), key=lambda c: (c.root, c.start_line))]
 
 
 def defined_names(sub_query: SubQuery) -> frozenset[str]:

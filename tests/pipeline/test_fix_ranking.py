@@ -87,6 +87,23 @@ def test_a_named_test_file_leads_to_the_code_under_test(lab):
     assert files.index("shop/cart.py") < 3
 
 
+def test_a_failing_test_leads_to_what_it_imports_and_calls(lab):
+    checkout = (
+        "from shop.pricing import apply_discount\n\n\n"
+        "def test_total():\n    assert bulk_total([apply_discount(10, 2)]) >= 0\n"
+    )
+    lab.index(lab.workspace("a", {**FILES, "tests/test_checkout.py": checkout}), "shop")
+    failing = RetrievalIntent(purpose=Purpose.FIX_TEST, question="the checkout total is negative",
+                              anchors=Anchors(failing_test="tests/test_checkout.py::test_total"))
+    snapshot = lab.retriever().retrieve(failing, project="shop").snapshot
+    terms = {t.term: t.kind for q in snapshot.plan.sub_queries for t in q.terms}
+    # no shop/checkout.py: the code under test is what the test imports, and what it calls
+    assert terms["shop/pricing.py"] == "located" and terms["bulk_total"] == "identifier"
+    assert "tests/test_checkout.py" not in {t for t, kind in terms.items() if kind == "located"}
+    # the failing test itself comes first (it hits the anchor by path), its code right after
+    assert files_in_rank_order(snapshot)[:2] == ["tests/test_checkout.py", "shop/pricing.py"]
+
+
 def test_one_file_takes_at_most_its_share_of_the_items(lab):
     lab.index(lab.workspace("a", FILES), "shop")
     tests_first = RetrievalIntent(purpose=Purpose.EXPLAIN_CODE, question="test_discount negative price assert",

@@ -63,6 +63,9 @@ class FakeLexicon:
     def document_frequencies(self, terms: Iterable[str]) -> tuple[dict[str, int], int]:
         return {t: self.frequencies[t] for t in terms if t in self.frequencies}, self.chunks
 
+    def file_chunks(self, path: str) -> list[tuple[str | None, str]]:
+        return []
+
 
 def weights(question: str, lexicon: FakeLexicon | None = None) -> dict[str, tuple[float, str]]:
     intent = RetrievalIntent(purpose=Purpose.FIX_TEST, question=question)
@@ -107,3 +110,15 @@ def test_option_names_are_identifiers():
     assert terms["ignore-paths"] == (TERM_WEIGHTS["identifier"], "identifier")
     assert terms["recursive"] == (TERM_WEIGHTS["identifier"], "identifier")
     assert "j" not in terms
+
+
+def test_a_test_named_like_no_module_leads_to_what_it_imports():
+    index = PathIndex(["pkg/core/mul.py", "pkg/core/util.py", "pkg/core/tests/test_arith.py", "pkg/__init__.py",
+                       "src/auth/session.ts", "tests/auth/login.test.ts"])
+    text = "from pkg.core.mul import Mul\nfrom ..util import helper\nfrom pkg import *\nimport unittest\n"
+    assert index.imported("pkg/core/tests/test_arith.py", text) == ["pkg/core/mul.py", "pkg/core/util.py"]
+    assert index.imported("tests/auth/login.test.ts", 'import { login } from "../../src/auth/session";\n') == [
+        "src/auth/session.ts"
+    ]
+    found = locate(index, ["pkg/core/tests/test_arith.py"], [], lambda _path: text)
+    assert [(f.path, f.how) for f in found][1:] == [("pkg/core/mul.py", "under-test"), ("pkg/core/util.py", "under-test")]

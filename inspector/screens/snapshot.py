@@ -11,7 +11,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane, Tabs
 
 from scopelens.core.clock import when
 from scopelens.core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
@@ -308,10 +308,13 @@ class SnapshotScreen(InspectorScreen):
 
     @on(TabbedContent.TabActivated)
     def tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Keys act on the tab a person is looking at: focus its table."""
+        """Keys act on the tab a person is looking at: focus its table, or, on a tab without
+        one, the tab strip (focus left on the hidden pane's widget would pull its tab back)."""
         tables = event.pane.query(DataTable) if event.pane is not None else None
         if tables:
             tables.first().focus()
+        else:
+            event.tabbed_content.query_one(Tabs).focus()
 
     @on(DataTable.RowHighlighted, "#item-table")
     def item_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -1,0 +1,29 @@
+"""Tab keys work from every tab (issue [5/9], item 1): a widget of the pane being left must
+not keep the key or take focus back."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import TabbedContent
+
+from scopelens.inspector.screens.snapshot import SnapshotScreen
+from tests.inspector.conftest import build_app, first_snapshot_of, settle
+
+TABS = ("scope", "plan", "funnel", "candidates", "evidence", "citations")
+
+
+@pytest.mark.parametrize("start", TABS)
+async def test_every_tab_key_works_from_every_tab(sample_store, start):
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        app.push_screen(SnapshotScreen(first_snapshot_of(sample_store), tab=start))
+        await settle(pilot)
+        tabs = app.screen.query_one(TabbedContent)
+        for key, name in zip("123456", TABS, strict=True):
+            await pilot.press(str(TABS.index(start) + 1))
+            await settle(pilot)
+            assert tabs.active == start
+            await pilot.press(key)
+            await settle(pilot)
+            assert tabs.active == name, f"{key} from {start}"

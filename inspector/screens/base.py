@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
+from textual.binding import ActiveBinding, NoBinding
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Static
@@ -70,6 +71,24 @@ class InspectorScreen(Screen[None]):
     def host(self) -> InspectorHost:
         """The app, typed as what screens need of it (every screen runs in InspectorApp)."""
         return cast(InspectorHost, self.app)
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """Textual's, except that where a focused widget's hidden binding takes a key the screen
+        shows a binding for (a table's own ``enter``), the footer shows the screen's: pressing the
+        key does what the screen says (the table's selection opens the row)."""
+        bindings = dict(super().active_bindings)
+        for key, active in bindings.items():
+            if active.binding.show:
+                continue
+            try:
+                own = next(b for b in self._bindings.get_bindings_for_key(key) if b.show)
+            except (NoBinding, StopIteration):
+                continue
+            state = self.app._check_action_state(own.action, self)  # the check Screen.active_bindings makes
+            if state is not False:
+                bindings[key] = ActiveBinding(self, own, bool(state), own.tooltip)
+        return bindings
 
     PROBLEM_TARGET: ClassVar[str | None] = None
     """Id of the Static that shows a problem in place of the data (None: notification only)."""

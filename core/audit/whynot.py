@@ -537,6 +537,12 @@ def _would_be_ranks(
     return ranks
 
 
+def _with_ranks(run: SubQueryRun, rank: int | None, file_rank: int | None, docs_cut: bool) -> SubQueryRun:
+    files_kept = None if file_rank is None else DOC_FILES_KEPT if docs_cut else FILES_KEPT
+    return run.model_copy(update={"would_be_rank": rank, "would_be_file_rank": file_rank,
+                                  "files_kept": files_kept, "docs_cut": docs_cut})
+
+
 def _placed(run: SubQueryRun) -> str:
     if not run.would_be_rank:
         return f"{run.id} not ranked"
@@ -577,17 +583,7 @@ def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkR
     tokens = tokens_of(best)
     missing = tuple(t for t, _w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])) if t not in tokens)
     ranks = _would_be_ranks(store, snapshot, best)
-    nothing: tuple[int | None, int | None, bool] = (None, None, False)
-    runs = tuple(
-        run.model_copy(update={
-            "would_be_rank": ranks.get(run.id, nothing)[0],
-            "would_be_file_rank": ranks.get(run.id, nothing)[1],
-            "files_kept": None if ranks.get(run.id, nothing)[1] is None else (
-                DOC_FILES_KEPT if ranks.get(run.id, nothing)[2] else FILES_KEPT),
-            "docs_cut": ranks.get(run.id, nothing)[2],
-        })
-        for run in runs
-    )
+    runs = tuple(_with_ranks(run, *ranks.get(run.id, (None, None, False))) for run in runs)
     placed = [_placed(run) for run in runs]
     shown = listing(missing, 8) or "none"
     return WhyNotAnswer(

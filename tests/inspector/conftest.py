@@ -70,6 +70,13 @@ async def settle(pilot) -> None:  # type: ignore[no-untyped-def]
             return
 
 
+async def open_screen(pilot, screen) -> None:  # type: ignore[no-untyped-def]
+    """Let the app start, push ``screen`` over it and let that screen load."""
+    await settle(pilot)
+    pilot.app.push_screen(screen)
+    await settle(pilot)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):  # type: ignore[no-untyped-def]
     """Run ``async def`` tests with asyncio.run (no async plugin needed for Pilot flows)."""

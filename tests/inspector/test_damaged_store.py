@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
-from tests.inspector.conftest import build_app, settle
+from tests.inspector.conftest import build_app, open_screen, settle
 
 SESSION = "s-auth-role-mock-0001"
 SNAPSHOT = "snap-auth-role-mock-0001"
@@ -57,9 +57,7 @@ async def test_a_damaged_store_is_reported_on_screen_and_the_app_keeps_running(s
             conn.execute(statement)
     app = build_app(sample_store)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await settle(pilot)
-        app.push_screen(TimelineScreen(SESSION))
-        await settle(pilot)
+        await open_screen(pilot, TimelineScreen(SESSION))
         if target != "timeline-status":
             app.push_screen(SnapshotScreen(SNAPSHOT, tab="candidates"))
             await settle(pilot)
@@ -117,9 +115,7 @@ async def test_a_reply_citing_the_same_missing_id_twice_lists_it_once(sample_sto
                            turn=2)
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen(SNAPSHOT, tab="citations"))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen(SNAPSHOT, tab="citations"))
         table = app.screen.query_one("#citation-table", DataTable)
         dangling = [key.value for key in table.rows if str(key.value).startswith("dangling:")]
         assert len([key for key in dangling if str(key).endswith(":zz9")]) == 1
@@ -137,9 +133,7 @@ async def test_a_snapshot_document_with_a_repeated_citation_id_is_reported_not_f
         conn.execute("UPDATE snapshots SET body = ? WHERE id = ?", (json.dumps(body).encode(), SNAPSHOT))
     app = build_app(sample_store)
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen(SNAPSHOT, tab="evidence"))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen(SNAPSHOT, tab="evidence"))
         assert app.is_running and isinstance(app.screen, SnapshotScreen)
         title = str(app.screen.query_one("#snapshot-title", Static).render())
         assert CANNOT_READ in title or "✗" in title

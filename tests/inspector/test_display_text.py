@@ -16,7 +16,7 @@ from scopelens.inspector.screens.sessions import SessionsScreen
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
 from scopelens.inspector.widgets.fitted_table import FittedTable
-from tests.inspector.conftest import build_app, first_snapshot_of, settle
+from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
 
 WHEN = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
@@ -42,9 +42,7 @@ async def test_timeline_detail_says_when_and_cuts_a_long_output_with_an_ellipsis
                                                                    "output_preview": output})
     app = build_app(db)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(TimelineScreen("s-long"))
-        await settle(pilot)
+        await open_screen(pilot, TimelineScreen("s-long"))
         screen = app.screen
         screen.query_one(FittedTable).move_cursor(row=1)
         await settle(pilot)
@@ -58,9 +56,7 @@ async def test_snapshot_title_says_when_and_shortens_its_hash_with_an_ellipsis(s
     snapshot_id = first_snapshot_of(sample_store)
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen(snapshot_id))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen(snapshot_id))
         title = str(app.screen.query_one("#snapshot-title", Static).render())
         assert re.search(rf"· {WHEN.pattern} · hash [0-9a-f]{{12}}…$", title), title
 
@@ -69,9 +65,7 @@ async def test_drift_runs_say_when_in_utc(sample_store):
     snapshot_id = first_snapshot_of(sample_store)
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(DriftScreen(snapshot_id))
-        await settle(pilot)
+        await open_screen(pilot, DriftScreen(snapshot_id))
         await pilot.press("r")
         await settle(pilot)
         runs = app.screen.query_one("#runs-table", FittedTable)

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Static
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.inspector.screens.drift import DriftScreen
 from tests.audit.test_drift_classes import BULK_EDIT, INSERTED_ABOVE_TOTAL, INTENT, PRICING, edited
-from tests.inspector.conftest import build_app, settle
+from tests.inspector.conftest import build_app, open_screen, settle
 from tests.support.workspaces import Lab, write
 
 # The doc names two of the anchored symbols, so it is selected beside the code it explains.
@@ -29,9 +29,7 @@ async def test_shifted_relabelled_and_changed_elsewhere_are_shown(tmp_path):
     lab.close()
     app = build_app(tmp_path / "lab.db")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(DriftScreen(frozen.snapshot_id))
-        await settle(pilot)
+        await open_screen(pilot, DriftScreen(frozen.snapshot_id))
         await pilot.press("r")
         await settle(pilot)
         screen = app.screen

@@ -7,7 +7,7 @@ from textual.widgets import DataTable
 from scopelens.core.pipeline.trim import marker
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.widgets.evidence import original_line_numbers
-from tests.inspector.conftest import build_app, first_snapshot_of, settle
+from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
 
 
 def test_lines_are_numbered_from_the_start_of_the_span():
@@ -30,9 +30,7 @@ async def test_a_trimmed_item_shows_original_numbers_and_the_marker(sample_store
     snapshot_id = first_snapshot_of(sample_store, "s-flags-budget-trim-0001")
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen(snapshot_id, tab="evidence"))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen(snapshot_id, tab="evidence"))
         items = app.screen.query_one("#item-table", DataTable)
         assert app.focused is items  # the active tab's table takes the keys
         trimmed = next(k.value for k in items.rows if items.row_values(k.value)["trim"] != "-")  # type: ignore[attr-defined]

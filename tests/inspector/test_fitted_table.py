@@ -15,7 +15,7 @@ from scopelens.inspector.screens.help import HelpScreen
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable, fit_widths
-from tests.inspector.conftest import build_app, first_snapshot_of, settle
+from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
 from tests.inspector.test_snapshots import SESSION
 
 COLUMNS = (
@@ -105,9 +105,7 @@ async def test_sessions_at_80_columns_show_title_and_branch_below_the_table(samp
 async def test_clicking_a_candidate_header_sorts_by_it_and_again_reverses(sample_store):
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen(first_snapshot_of(sample_store), tab="candidates"))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen(first_snapshot_of(sample_store), tab="candidates"))
         table = app.screen.query_one("#candidate-table", DataTable)
         x = 0
         for key, width in table.shown_widths.items():  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
 from scopelens.inspector.screens.whynot import WhyNotScreen
 from scopelens.inspector.widgets.fitted_table import FittedTable
-from tests.inspector.conftest import build_app, first_snapshot_of, settle
+from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
 from tests.pipeline.test_seed_seven import FIX_TEST
 from tests.support.workspaces import AUTH_FILES, Lab
 
@@ -58,9 +58,7 @@ async def test_compute_drift_after_a_workspace_change_and_see_the_diff(sample_st
     snapshot_id = first_snapshot_of(sample_store)
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(DriftScreen(snapshot_id))
-        await settle(pilot)
+        await open_screen(pilot, DriftScreen(snapshot_id))
         await pilot.press("r")
         await settle(pilot)
         screen = app.screen
@@ -91,9 +89,7 @@ async def test_why_not_on_an_out_of_scope_path_and_a_trimmed_away_line(tmp_path)
     lab.close()
     app = build_app(tmp_path / "lab.db")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(WhyNotScreen(observation.snapshot_id))
-        await settle(pilot)
+        await open_screen(pilot, WhyNotScreen(observation.snapshot_id))
         await pilot.press(*"docs/beta.md", "enter")
         await settle(pilot)
         answer = str(app.screen.query_one("#whynot-answer", Static).render())
@@ -244,9 +240,7 @@ async def test_the_footer_rebuilds_its_keys_only_when_the_keys_change(sample_sto
 async def test_candidates_from_an_earlier_filter_are_never_shown(sample_store):
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen("snap-auth-role-mock-0001", tab="candidates"))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen("snap-auth-role-mock-0001", tab="candidates"))
         screen = app.screen
         assert isinstance(screen, SnapshotScreen)
         table = screen.query_one("#candidate-table", DataTable)
@@ -269,9 +263,7 @@ async def test_the_scope_tab_shows_the_task_the_retrieval_served(tmp_path):
     lab.close()
     app = build_app(tmp_path / "lab.db")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen(observation.snapshot_id, tab="scope"))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen(observation.snapshot_id, tab="scope"))
         console = Console(width=160, record=True, file=io.StringIO())
         console.print(app.screen.query_one("#scope-text", Static).content)
         lines = console.export_text().splitlines()

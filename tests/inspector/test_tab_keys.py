@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import TabbedContent
 
 from scopelens.inspector.screens.snapshot import SnapshotScreen
-from tests.inspector.conftest import build_app, first_snapshot_of, settle
+from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
 
 TABS = ("scope", "plan", "funnel", "candidates", "evidence", "citations")
 
@@ -16,9 +16,7 @@ TABS = ("scope", "plan", "funnel", "candidates", "evidence", "citations")
 async def test_every_tab_key_works_from_every_tab(sample_store, start):
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen(first_snapshot_of(sample_store), tab=start))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen(first_snapshot_of(sample_store), tab=start))
         tabs = app.screen.query_one(TabbedContent)
         for key, name in zip("123456", TABS, strict=True):
             await pilot.press(str(TABS.index(start) + 1))

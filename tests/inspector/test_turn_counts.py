@@ -13,7 +13,7 @@ from scopelens.core.contracts import turn_count
 from scopelens.core.store.store import Store
 from scopelens.inspector.screens.sessions import SessionsScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
-from tests.inspector.conftest import build_app, settle
+from tests.inspector.conftest import build_app, open_screen, settle
 
 
 def test_turn_count_is_the_last_turn_number_and_turn_zero_is_setup():
@@ -55,9 +55,7 @@ async def test_candidate_rows_are_numbered_from_one(sample_store):
 
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        app.push_screen(SnapshotScreen(first_snapshot_of(sample_store)))
-        await settle(pilot)
+        await open_screen(pilot, SnapshotScreen(first_snapshot_of(sample_store)))
         await pilot.press("4")
         await settle(pilot)
         table = app.screen.query_one("#candidate-table", DataTable)

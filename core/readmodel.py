@@ -31,6 +31,7 @@ from scopelens.core.contracts import (
     SCORE_COLUMNS,
     AuditSnapshot,
     Pins,
+    RetrievalIntent,
     RetrievalPlan,
     RetrievalScope,
     ScoreBreakdown,
@@ -172,6 +173,7 @@ class SnapshotView:
     turn: int
     created_at: datetime
     content_hash: str
+    intent: RetrievalIntent
     scope: RetrievalScope
     plan: RetrievalPlan
     pins: Pins
@@ -354,6 +356,7 @@ class ReadModel:
             turn=snapshot.turn,
             created_at=snapshot.created_at,
             content_hash=stored.content_hash,
+            intent=snapshot.intent,
             scope=snapshot.scope,
             plan=snapshot.plan,
             pins=snapshot.pins,

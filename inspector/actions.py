@@ -48,15 +48,23 @@ ACTIONS: tuple[Action, ...] = (
     Action("snapshot.jump", "j", "jump", "Jump", "Follow the highlighted citation to its item", "citation: jump to item", "snapshot"),
     Action("snapshot.more", "m", "load_more", "More", "Load the next page of candidates", "candidates: load more", "snapshot"),
     Action("snapshot.sort", "s", "cycle_sort", "Sort", "Sort candidates by the next column", "candidates: sort", "snapshot"),
+    Action("snapshot.reverse", "r", "reverse_sort", "Reverse", "Reverse the candidates' sort order", "candidates: reverse order", "snapshot"),
+    Action("snapshot.filter", "slash", "focus_filter", "Filter", "Filter candidates by source_ref or reason", "candidates: filter", "snapshot"),
+    Action("snapshot.next", "n", "step_snapshot(1)", "Next", "Open the session's next snapshot on the same tab",
+           "snapshot: next in session", "snapshot"),
+    Action("snapshot.prev", "p", "step_snapshot(-1)", "Prev", "Open the session's previous snapshot on the same tab",
+           "snapshot: previous in session", "snapshot"),
     Action("snapshot.copy", "c", "copy_id", "Copy id", "Copy the snapshot id", "snapshot: copy id", "snapshot"),
     *(
         Action(f"snapshot.tab.{name}", key, f"show_tab('{name}')", name.title(), f"Show the {name} tab",
                f"tab: {name}", "snapshot", show=False)
-        for key, name in zip(("1", "2", "3", "4", "5", "6"),
-                             ("scope", "plan", "funnel", "candidates", "evidence", "citations"), strict=True)
+        for key, name in zip(("1", "2", "3", "4", "5", "6", "7"),
+                             ("scope", "plan", "funnel", "candidates", "evidence", "citations", "request"), strict=True)
     ),
     Action("drift.compute", "r", "compute", "Run drift", "Re-run the recorded plan against today's index", "drift: run", "drift"),
     Action("drift.diff", "enter", "show_diff", "Diff", "Show the diff of the highlighted item", "drift: show diff", "drift"),
+    Action("input.leave", "escape", "leave", "Clear", "Clear the text; on an empty input, back to the table",
+           "input: clear or leave", "input"),
     Action("whynot.ask", "enter", "ask", "Ask", "Answer for the typed path, symbol or text", "why-not: ask", "whynot", show=False),
 )
 

@@ -72,6 +72,12 @@ class InspectorApp(App[None]):
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Back is offered (and shown) only where there is a screen to go back to."""
+        if action == "back":
+            return len(self.screen_stack) > 2
+        return True
+
     async def action_back(self) -> None:
         if len(self.screen_stack) > 2:
             await self.pop_screen()

@@ -38,6 +38,9 @@ def problem_line(error: BaseException) -> str:
     return f"cannot read this from the store: {detail} · run `scopelens verify` on it"
 
 
+FOOTER_FIRST = ("escape", "q")
+"""Keys the footer shows before the screen's own, so that a narrow terminal never cuts them."""
+
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
@@ -88,7 +91,9 @@ class InspectorScreen(Screen[None]):
             state = self.app._check_action_state(own.action, self)  # the check Screen.active_bindings makes
             if state is not False:
                 bindings[key] = ActiveBinding(self, own, bool(state), own.tooltip)
-        return bindings
+        # The footer cuts what does not fit at the right: the way out goes first.
+        first = [key for key in FOOTER_FIRST if key in bindings]
+        return {key: bindings[key] for key in [*first, *(k for k in bindings if k not in first)]}
 
     PROBLEM_TARGET: ClassVar[str | None] = None
     """Id of the Static that shows a problem in place of the data (None: notification only)."""

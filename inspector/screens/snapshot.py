@@ -1,4 +1,4 @@
-"""One retrieval's audit snapshot: Scope, Plan, Funnel, Candidates, Evidence, Citations."""
+"""One retrieval's audit snapshot: Scope, Plan, Funnel, Candidates, Evidence, Citations, Request."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane, Tabs
 
@@ -23,13 +24,22 @@ from scopelens.inspector.widgets.evidence import EvidenceText
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable
 from scopelens.inspector.widgets.footer import KeysFooter
 from scopelens.inspector.widgets.funnel import Funnel
+from scopelens.inspector.widgets.request import RequestView
 from scopelens.inspector.widgets.text_input import TextInput
 
 SCORE_NAMES = {"lexical": "lex", "authority": "auth", "actionability": "action", "diversity": "div"}
 OK = Text("✓", style="green")
 BAD = Text("✗", style="bold red")
-TABS = ("scope", "plan", "funnel", "candidates", "evidence", "citations")
+TABS = ("scope", "plan", "funnel", "candidates", "evidence", "citations", "request")
 CANDIDATE_PAGE = 200
+TAB_ACTIONS = {
+    "jump": "citations",
+    "load_more": "candidates",
+    "cycle_sort": "candidates",
+    "reverse_sort": "candidates",
+    "focus_filter": "candidates",
+}
+"""Actions that act on one tab's table: offered (and in the footer) only while it is shown."""
 PLAN_COLUMNS = (
     Column("id", "sub-query", 18, min_width=14),
     Column("intent", "intent", 13, drop=4),
@@ -75,9 +85,10 @@ class SnapshotScreen(InspectorScreen):
     BINDINGS = bindings_for("snapshot")
 
     class Loaded(Message):
-        def __init__(self, view: SnapshotView) -> None:
+        def __init__(self, view: SnapshotView, session_snapshots: tuple[str, ...]) -> None:
             super().__init__()
             self.view = view
+            self.session_snapshots = session_snapshots
 
     class CandidatesLoaded(Message):
         def __init__(self, page: Page[CandidateRow], append: bool, generation: int) -> None:
@@ -91,6 +102,8 @@ class SnapshotScreen(InspectorScreen):
         self.snapshot_id = snapshot_id
         self.initial_tab = tab
         self.view: SnapshotView | None = None
+        self.session_snapshots: tuple[str, ...] = ()
+        """Every snapshot of this one's session, in turn order (n/p walk them)."""
         self.sort = "ordinal"
         self.descending = False
         self.candidate_rows: dict[str, CandidateRow] = {}
@@ -121,6 +134,8 @@ class SnapshotScreen(InspectorScreen):
             with TabPane("6 Citations", id="citations"):
                 yield FittedTable(CITATION_COLUMNS, id="citation-table", cursor_type="row")
                 yield Static("", id="citation-note", classes="status-line", markup=False)
+            with TabPane("7 Request", id="request"):
+                yield RequestView(id="request-view")
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -132,7 +147,9 @@ class SnapshotScreen(InspectorScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="snapshot")
     def load(self) -> None:
-        self.post_message(self.Loaded(self.host.model.snapshot(self.snapshot_id)))
+        model = self.host.model
+        view = model.snapshot(self.snapshot_id)
+        self.post_message(self.Loaded(view, model.snapshot_ids(view.session_id)))
 
     def reload_candidates(self) -> None:
         self.load_candidates(self.filter_text, self.sort, self.descending, None, self.paging.restart())
@@ -151,10 +168,13 @@ class SnapshotScreen(InspectorScreen):
     @shows_problems
     def show(self, message: Loaded) -> None:
         view = self.view = message.view
+        self.session_snapshots = message.session_snapshots
         ok = view.block_ok and view.rows_ok and all(i.hash_ok for i in view.items)
         title = self.query_one("#snapshot-title", Static)
+        place = (f" ({self.session_snapshots.index(view.id) + 1} of {len(self.session_snapshots)})"
+                 if view.id in self.session_snapshots and len(self.session_snapshots) > 1 else "")
         title.update(
-            f"{'✓' if ok else '✗'} snapshot {view.id} · session {view.session_id} · turn {view.turn} · "
+            f"{'✓' if ok else '✗'} snapshot {view.id}{place} · session {view.session_id} · turn {view.turn} · "
             f"{when(view.created_at)} · hash {short(view.content_hash)}"
         )
         title.set_class(not ok, "bad-mark")
@@ -168,6 +188,7 @@ class SnapshotScreen(InspectorScreen):
         self.query_one("#budget-line", Static).update(f"budget: {view.budget_line}{missing}")
         self._show_items(view)
         self._show_citations(view)
+        self.query_one(RequestView).show(view)
 
     def _show_scope(self, view: SnapshotView) -> None:
         scope, pins = view.scope, view.pins
@@ -306,6 +327,16 @@ class SnapshotScreen(InspectorScreen):
 
     # ------------------------------------------------------------------ interaction
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A key acts only on what is visible: the tab's own actions exist only on that tab."""
+        tab = TAB_ACTIONS.get(action)
+        if tab is None:
+            return True
+        try:
+            return self.query_one(TabbedContent).active == tab
+        except NoMatches:  # not composed yet
+            return False
+
     @on(TabbedContent.TabActivated)
     def tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Keys act on the tab a person is looking at: focus its table, or, on a tab without
@@ -315,6 +346,7 @@ class SnapshotScreen(InspectorScreen):
             tables.first().focus()
         else:
             event.tabbed_content.query_one(Tabs).focus()
+        self.refresh_bindings()
 
     @on(DataTable.RowHighlighted, "#item-table")
     def item_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -368,6 +400,12 @@ class SnapshotScreen(InspectorScreen):
             after, generation = request
             self.load_candidates(self.filter_text, self.sort, self.descending, after, generation)
 
+    def action_focus_filter(self) -> None:
+        self.query_one("#candidate-filter", Input).focus()
+
+    def action_reverse_sort(self) -> None:
+        self._sort_candidates(self.sort, not self.descending)
+
     def action_cycle_sort(self) -> None:
         key = CANDIDATE_SORTS[(CANDIDATE_SORTS.index(self.sort) + 1) % len(CANDIDATE_SORTS)]
         self._sort_candidates(key, key in SCORE_SORTS)
@@ -376,6 +414,18 @@ class SnapshotScreen(InspectorScreen):
         """Sort by ``key``; callers start scores highest first, the other keys ascending."""
         self.sort, self.descending = key, descending
         self.reload_candidates()
+
+    def action_step_snapshot(self, step: int) -> None:
+        """The session's next or previous snapshot, on the tab shown now (it replaces this screen,
+        so esc still goes back to where this one was opened from)."""
+        if self.snapshot_id not in self.session_snapshots:
+            return
+        index = self.session_snapshots.index(self.snapshot_id) + step
+        if not 0 <= index < len(self.session_snapshots):
+            self.notify(f"This is the session's {'last' if step > 0 else 'first'} snapshot.", timeout=3)
+            return
+        tab = self.query_one(TabbedContent).active or self.initial_tab
+        self.app.switch_screen(SnapshotScreen(self.session_snapshots[index], tab=tab))
 
     def action_drift(self) -> None:
         from scopelens.inspector.screens.drift import DriftScreen

@@ -48,7 +48,7 @@ def test_timeline_screen(snap_compare, sample_store, size):
                         run_before=opening(lambda: TimelineScreen(SESSION), "n", "n"))
 
 
-@pytest.mark.parametrize("tab", ["scope", "plan", "funnel", "candidates", "evidence", "citations"])
+@pytest.mark.parametrize("tab", ["scope", "plan", "funnel", "candidates", "evidence", "citations", "request"])
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_snapshot_tabs(snap_compare, sample_store, size, tab):
     """Each tab of the snapshot screen for the auth story's scoped retrieval."""

@@ -45,6 +45,7 @@ from scopelens.core.contracts import DriftReport as DriftReport
 from scopelens.core.contracts import turn_count as turn_count
 from scopelens.core.errors import ScopelensError, StoreNotWritableError, UnknownIdError
 from scopelens.core.hashing import sha256_hex, text_hash
+from scopelens.core.index.chunks import fetch_chunks
 from scopelens.core.store.engine import display_url
 from scopelens.core.store.store import Store, event_summary, stored_time_or_none
 from scopelens.core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
@@ -370,6 +371,26 @@ class ReadModel:
             missing_evidence=tuple(k.value for k in snapshot.missing_evidence),
             response_citations=tuple((ref, tuple(ids)) for ref, ids in responses),
         )
+
+    def trimmed_texts(self, snapshot_id: str, citation_id: str) -> tuple[str | None, ...]:
+        """The text each trim range of an item removed, from the index, for showing on demand
+        (marked as never seen by the model). ``None`` for a range whose text the index no longer
+        holds as it was: the item's chunk is gone, or is now other lines or another version."""
+        snapshot = self.store.get_snapshot(snapshot_id).snapshot
+        item = next((i for i in snapshot.selected if i.citation_id == citation_id), None)
+        if item is None:
+            raise UnknownIdError(f"no item {citation_id!r} in snapshot {snapshot_id!r}")
+        prefix, _, number = item.candidate_id.partition(":")
+        chunk = fetch_chunks(self.store, [int(number)]).get(int(number)) if prefix == "chunk" and number.isdigit() else None
+        own = chunk is not None and (chunk.path, chunk.start_line, chunk.end_line, chunk.content_hash) == (
+            item.path, item.line_start, item.line_end, item.source_version
+        )
+        texts: list[str | None] = []
+        for trim in item.trim_ranges:
+            text = chunk.text[trim.start_char:trim.end_char] if own and chunk is not None else None
+            lines = trim.end_line - trim.start_line + 1
+            texts.append(text if text is not None and text.rstrip("\n").count("\n") + 1 == lines else None)
+        return tuple(texts)
 
     def _rows_agree(self, snapshot: AuditSnapshot) -> bool:
         with self.store.read() as conn:

@@ -50,6 +50,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("snapshot.sort", "s", "cycle_sort", "Sort", "Sort candidates by the next column", "candidates: sort", "snapshot"),
     Action("snapshot.reverse", "r", "reverse_sort", "Reverse", "Reverse the candidates' sort order", "candidates: reverse order", "snapshot"),
     Action("snapshot.filter", "slash", "focus_filter", "Filter", "Filter candidates by source_ref or reason", "candidates: filter", "snapshot"),
+    Action("snapshot.trimmed", "t", "toggle_trimmed", "Trimmed", "Show or hide the lines the budget trimmed (never seen by the model)",
+           "evidence: show trimmed lines", "snapshot"),
     Action("snapshot.next", "n", "step_snapshot(1)", "Next", "Open the session's next snapshot on the same tab",
            "snapshot: next in session", "snapshot"),
     Action("snapshot.prev", "p", "step_snapshot(-1)", "Prev", "Open the session's previous snapshot on the same tab",

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
-from scopelens.core.clock import when_stored
+from scopelens.core.clock import when, when_stored
 from scopelens.core.readmodel import DriftItem, DriftReport, DriftRunSummary
 from scopelens.core.vocab import DRIFT_CLASS_MEANINGS, DriftClass
 from scopelens.inspector.actions import bindings_for
@@ -52,10 +52,17 @@ RUN_COLUMNS = (
     Column("summary", "summary", 40, min_width=20, flex=1),
 )
 SESSION_COLUMNS = (
+    Column("turn", "turn", 4),
     Column("snapshot", "snapshot", 28, min_width=20),
     Column("versions", "index then → now", 36, min_width=16, flex=1, drop=1),
     Column("summary", "summary", 40, min_width=20, flex=2),
 )
+
+
+class DiffPane(VerticalScroll, can_focus=True):
+    """The highlighted item's diff: it takes focus to scroll, and fills the screen when narrow."""
+
+    ALLOW_MAXIMIZE = True
 
 
 class DriftScreen(InspectorScreen):
@@ -80,10 +87,19 @@ class DriftScreen(InspectorScreen):
             self.runs = runs
             self.latest = latest
 
-    def __init__(self, snapshot_id: str) -> None:
+    class RunOpened(Message):
+        def __init__(self, report: DriftReport) -> None:
+            super().__init__()
+            self.report = report
+
+    def __init__(self, snapshot_id: str, *, run: bool = False) -> None:
+        """``run``: compare with today's index as soon as the screen opens (the ``d`` key);
+        otherwise show the latest recorded run until ``r`` is pressed."""
         super().__init__()
         self.snapshot_id = snapshot_id
+        self.run_on_open = run
         self.report: DriftReport | None = None
+        self.running = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -91,7 +107,8 @@ class DriftScreen(InspectorScreen):
         yield ProgressBar(total=None, show_eta=False, id="drift-progress")
         with Horizontal(id="drift-body"):
             yield FittedTable(ITEM_COLUMNS, id="drift-table", cursor_type="row")
-            yield Static("", id="drift-diff", markup=False)
+            with DiffPane(id="drift-diff-pane"):
+                yield Static("", id="drift-diff", markup=False)
         yield Static("Past runs:", id="runs-label")
         yield FittedTable(RUN_COLUMNS, id="runs-table", cursor_type="row")
         yield Static("", id="drift-status", classes="status-line", markup=False)
@@ -101,6 +118,8 @@ class DriftScreen(InspectorScreen):
         self.query_one("#drift-progress").display = False
         self.query_one("#drift-table", DataTable).focus()
         self.load_runs()
+        if self.run_on_open:
+            self.action_compute()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="drift-runs")
     def load_runs(self) -> None:
@@ -115,13 +134,19 @@ class DriftScreen(InspectorScreen):
         table = self.query_one("#runs-table", DataTable)
         table.clear()
         for run in reversed(message.runs):
-            table.add_row(run.id, when_stored(run.created_at), run.index_version, run.summary)
+            table.add_row(run.id, when_stored(run.created_at), run.index_version, run.summary, key=run.id)
+        if self.running:
+            return  # the run under way will show its own result
         if message.latest is not None and self.report is None:
             self.show_report(message.latest, note="latest recorded run")
         elif message.latest is None:
             self.query_one("#drift-status", Static).update("No drift run yet. Press r to compare with today's index.")
 
     def action_compute(self) -> None:
+        if self.running:
+            self.notify("Drift is already running for this snapshot.", timeout=3)
+            return
+        self.running = True
         self.query_one("#drift-progress").display = True
         self.query_one("#drift-status", Static).update("re-running the recorded plan against today's index…")
         self.compute()
@@ -134,6 +159,7 @@ class DriftScreen(InspectorScreen):
     @on(Computed)
     @shows_problems
     def computed(self, message: Computed) -> None:
+        self.running = False
         self.query_one("#drift-progress").display = False
         self.show_report(message.report, note="recorded" if message.recorded else "not recorded (read-only store)")
         self.load_runs()
@@ -170,6 +196,21 @@ class DriftScreen(InspectorScreen):
     def selected(self) -> None:
         self.action_show_diff()
 
+    @on(DataTable.RowSelected, "#runs-table")
+    def run_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.open_run(str(event.row_key.value))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="drift-run")
+    def open_run(self, run_id: str) -> None:
+        self.post_message(self.RunOpened(self.host.model.drift_run(run_id)))
+
+    @on(RunOpened)
+    @shows_problems
+    def run_opened(self, message: RunOpened) -> None:
+        self.show_report(message.report, note=f"recorded at {when(message.report.created_at)}")
+        self.query_one("#drift-table", DataTable).focus()
+
     def _show_diff(self) -> None:
         diff = self.query_one("#drift-diff", Static)
         if self.report is None or not self.report.items:
@@ -185,8 +226,13 @@ class DriftScreen(InspectorScreen):
             diff.update(f"{item.drift_class.value}: {ref}\n{item_note(item)}\n\n{meaning}")
 
     def action_show_diff(self) -> None:
+        """Give the diff focus so its keys scroll it; when it sits under a narrow table, let it
+        fill the screen (esc gives the table back)."""
         self._show_diff()
-        self.query_one("#drift-diff", Static).focus()
+        pane = self.query_one(DiffPane)
+        pane.focus()
+        if self.has_class("-narrow"):
+            self.maximize(pane, container=False)
 
 
 class SessionDriftScreen(InspectorScreen):
@@ -198,15 +244,18 @@ class SessionDriftScreen(InspectorScreen):
     BINDINGS = bindings_for("drift")
 
     class Progressed(Message):
-        def __init__(self, done: int, total: int, report: DriftReport) -> None:
+        def __init__(self, done: int, total: int, report: DriftReport, turn: int) -> None:
             super().__init__()
             self.done = done
             self.total = total
             self.report = report
+            self.turn = turn
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, *, run: bool = False) -> None:
         super().__init__()
         self.session_id = session_id
+        self.run_on_open = run
+        self.running = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -219,19 +268,26 @@ class SessionDriftScreen(InspectorScreen):
     def on_mount(self) -> None:
         self.query_one("#drift-progress").display = False
         self.query_one(DataTable).focus()
+        if self.run_on_open:
+            self.action_compute()
 
     def action_compute(self) -> None:
+        if self.running:
+            self.notify("Drift is already running for this session.", timeout=3)
+            return
+        self.running = True
         self.query_one(DataTable).clear()
         self.query_one("#drift-progress").display = True
+        self.query_one("#drift-status", Static).update("comparing each snapshot with today's index…")
         self.compute()
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def compute(self) -> None:
         model = self.host.model
-        snapshot_ids = model.snapshot_ids(self.session_id)
-        for done, snapshot_id in enumerate(snapshot_ids, start=1):
+        turn_of = {i: turn.turn for turn in model.timeline(self.session_id) for i in turn.snapshot_ids}
+        for done, snapshot_id in enumerate(turn_of, start=1):
             report, _recorded = model.compute_drift(snapshot_id)
-            self.post_message(self.Progressed(done, len(snapshot_ids), report))
+            self.post_message(self.Progressed(done, len(turn_of), report, turn_of[snapshot_id]))
 
     @on(Progressed)
     @shows_problems
@@ -239,11 +295,13 @@ class SessionDriftScreen(InspectorScreen):
         bar = self.query_one("#drift-progress", ProgressBar)
         bar.update(total=message.total, progress=message.done)
         report = message.report
-        self.query_one(DataTable).add_row(report.snapshot_id, f"{report.index_version_then} → {report.index_version_now}",
+        self.query_one(DataTable).add_row(str(message.turn), report.snapshot_id,
+                                          f"{report.index_version_then} → {report.index_version_now}",
                                           report.summary(), key=report.snapshot_id)
         self.query_one("#drift-status", Static).update(f"{message.done} of {message.total} snapshots compared")
         if message.done == message.total:
             bar.display = False
+            self.running = False
 
     @on(DataTable.RowSelected, "#session-drift-table")
     def open_snapshot_drift(self, event: DataTable.RowSelected) -> None:

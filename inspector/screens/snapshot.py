@@ -38,6 +38,7 @@ TAB_ACTIONS = {
     "cycle_sort": "candidates",
     "reverse_sort": "candidates",
     "focus_filter": "candidates",
+    "toggle_trimmed": "evidence",
 }
 """Actions that act on one tab's table: offered (and in the footer) only while it is shown."""
 PLAN_COLUMNS = (
@@ -64,7 +65,7 @@ ITEM_COLUMNS = (
     Column("cite", "cite", 10, min_width=8),
     Column("source_ref", "source_ref", 34, min_width=12, flex=1),
     Column("ok", "✓", 1),
-    Column("trim", "trim", 4, drop=1),
+    Column("trim", "trim", 4),
 )
 CITATION_COLUMNS = (
     Column("citation", "citation", 10),
@@ -83,12 +84,20 @@ class SnapshotScreen(InspectorScreen):
     PROBLEM_TARGETS: ClassVar[dict[str, str]] = {"candidates": "candidate-status"}
     CSS_PATH = "snapshot.tcss"
     BINDINGS = bindings_for("snapshot")
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]  # noqa: RUF012 - Textual declares it per instance
+    """Below 120 columns the evidence text goes under the items instead of beside them."""
 
     class Loaded(Message):
         def __init__(self, view: SnapshotView, session_snapshots: tuple[str, ...]) -> None:
             super().__init__()
             self.view = view
             self.session_snapshots = session_snapshots
+
+    class TrimmedLoaded(Message):
+        def __init__(self, citation_id: str, texts: tuple[str | None, ...]) -> None:
+            super().__init__()
+            self.citation_id = citation_id
+            self.texts = texts
 
     class CandidatesLoaded(Message):
         def __init__(self, page: Page[CandidateRow], append: bool, generation: int) -> None:
@@ -109,6 +118,9 @@ class SnapshotScreen(InspectorScreen):
         self.candidate_rows: dict[str, CandidateRow] = {}
         self.filter_text = ""
         self.paging: KeyPaging = KeyPaging()
+        self.show_trimmed = False
+        self.trimmed: dict[str, tuple[str | None, ...]] = {}
+        """Citation id -> the text of each of its trim ranges, read when first shown."""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -127,7 +139,7 @@ class SnapshotScreen(InspectorScreen):
                 yield FittedTable(CANDIDATE_COLUMNS, id="candidate-table", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="candidate-detail", classes="detail-line", markup=False)
                 yield Static("", id="candidate-status", classes="status-line", markup=False)
-            with TabPane("5 Evidence", id="evidence"), Horizontal():
+            with TabPane("5 Evidence", id="evidence"), Horizontal(id="evidence-pane"):
                 yield FittedTable(ITEM_COLUMNS, id="item-table", cursor_type="row")
                 with Vertical(id="evidence-side"):
                     yield EvidenceText(id="evidence-text")
@@ -142,6 +154,12 @@ class SnapshotScreen(InspectorScreen):
         # The candidate page does not need the snapshot view: both load at once.
         self.load()
         self.reload_candidates()
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, _theme: object) -> None:
+        """Code colours follow the theme (a dark and a light syntax style)."""
+        if self.view is not None:
+            self._show_item(self._current_item())
 
     # ------------------------------------------------------------------ loading
 
@@ -264,7 +282,36 @@ class SnapshotScreen(InspectorScreen):
         self._show_item(view.items[0] if view.items else None)
 
     def _show_item(self, item: ItemView | None) -> None:
-        self.query_one(EvidenceText).show(item)
+        revealed = None
+        if item is not None and item.trim_ranges and self.show_trimmed:
+            revealed = self.trimmed.get(item.citation_id)
+            if revealed is None:
+                self.load_trimmed(item.citation_id)
+        self.query_one(EvidenceText).show(item, revealed)
+
+    def _current_item(self) -> ItemView | None:
+        key = self.query_one("#item-table", FittedTable).cursor_key()
+        return next((i for i in self.view.items if i.citation_id == key), None) if self.view else None
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="trimmed")
+    def load_trimmed(self, citation_id: str) -> None:
+        self.post_message(self.TrimmedLoaded(citation_id, self.host.model.trimmed_texts(self.snapshot_id, citation_id)))
+
+    @on(TrimmedLoaded)
+    @shows_problems
+    def trimmed_loaded(self, message: TrimmedLoaded) -> None:
+        self.trimmed[message.citation_id] = message.texts
+        item = self._current_item()
+        if item is not None and item.citation_id == message.citation_id:
+            self._show_item(item)
+
+    def action_toggle_trimmed(self) -> None:
+        """Show or hide the lines the budget trimmed (never seen by the model) in the evidence."""
+        self.show_trimmed = not self.show_trimmed
+        item = self._current_item()
+        if item is not None and not item.trim_ranges:
+            self.notify("Nothing was trimmed from this item.", timeout=3)
+        self._show_item(item)
 
     def _show_citations(self, view: SnapshotView) -> None:
         table = self.query_one("#citation-table", DataTable)
@@ -430,7 +477,7 @@ class SnapshotScreen(InspectorScreen):
     def action_drift(self) -> None:
         from scopelens.inspector.screens.drift import DriftScreen
 
-        self.app.push_screen(DriftScreen(self.snapshot_id))
+        self.app.push_screen(DriftScreen(self.snapshot_id, run=True))
 
     def action_why_not(self) -> None:
         from scopelens.inspector.screens.whynot import WhyNotScreen

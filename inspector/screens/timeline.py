@@ -176,7 +176,7 @@ class TimelineScreen(InspectorScreen):
     def action_session_drift(self) -> None:
         from scopelens.inspector.screens.drift import SessionDriftScreen
 
-        self.app.push_screen(SessionDriftScreen(self.session_id))
+        self.app.push_screen(SessionDriftScreen(self.session_id, run=True))
 
     def action_copy_id(self) -> None:
         self.host.copy_id(self.session_id)

@@ -1,12 +1,22 @@
-"""Exactly what the model saw of one item: trim markers and redactions marked, hash re-derived."""
+"""Exactly what the model saw of one item: trim markers and redactions marked, hash re-derived.
+
+Code is highlighted by its file's language (Rich's Syntax, through Pygments); lines wrap
+beside their line-number gutter. Lines the budget trimmed can be shown on demand, from the
+index, in a style and gutter that say the model never saw them.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from rich.style import Style
+from rich.syntax import Syntax
+from rich.table import Table as RichTable
+from rich.text import Text
 from textual.app import ComposeResult
+from textual.color import Color
 from textual.containers import VerticalScroll
-from textual.content import Content
 from textual.markup import escape
 from textual.widgets import Static
 
@@ -16,6 +26,10 @@ from scopelens.core.textsafety import short
 TAB_WIDTH = 4
 TRIM_MARKER = re.compile(r"\[… lines? (\d+)(?:-(\d+))? trimmed …\]")
 """The line the trimmer puts where it cut (core.pipeline.trim.marker)."""
+SYNTAX_THEMES = {True: "monokai", False: "default"}
+"""Pygments styles for dark and light themes."""
+NOT_SEEN = "✂"
+"""Gutter mark of a revealed trimmed line: it is shown here, but the model never saw it."""
 
 
 def original_line_numbers(lines: list[str], span: str) -> list[str] | None:
@@ -41,6 +55,17 @@ def original_line_numbers(lines: list[str], span: str) -> list[str] | None:
     return numbers if current - 1 == int(last) else None
 
 
+def highlighted_lines(text: str, path: str | None, dark: bool) -> list[Text]:
+    """Each line of ``text`` highlighted by the language its path names (plain when unknown)."""
+    lexer = Syntax.guess_lexer(path, text) if path else "text"
+    if lexer in ("default", "text"):
+        return [Text(line) for line in text.split("\n")]
+    highlighted = Syntax(text, lexer, theme=SYNTAX_THEMES[dark], background_color="default").highlight(text)
+    highlighted.rstrip()  # highlight() ends the text with a newline of its own
+    lines = list(highlighted.split("\n", allow_blank=True))
+    return lines if len(lines) == text.count("\n") + 1 else [Text(line) for line in text.split("\n")]
+
+
 class EvidenceText(VerticalScroll):
     """The visible text of an item, with its provenance and a ✓/✗ recomputed hash."""
 
@@ -48,7 +73,8 @@ class EvidenceText(VerticalScroll):
         yield Static("", id="evidence-header")
         yield Static("", id="evidence-body")
 
-    def show(self, item: ItemView | None) -> None:
+    def show(self, item: ItemView | None, revealed: tuple[str | None, ...] | None = None) -> None:
+        """Show ``item``; ``revealed`` holds the text of each trim range to show (None: hidden)."""
         header = self.query_one("#evidence-header", Static)
         body = self.query_one("#evidence-body", Static)
         if item is None:
@@ -68,25 +94,62 @@ class EvidenceText(VerticalScroll):
         ]
         if item.trim_ranges:
             ranges = ", ".join(f"lines {r.start_line}-{r.end_line} (chars {r.start_char}-{r.end_char})" for r in item.trim_ranges)
-            header_lines.append(f"[$warning]trimmed: {ranges}[/]")
+            hint = "shown below, never seen by the model" if revealed is not None else "t shows them"
+            header_lines.append(f"[$warning]trimmed: {ranges}[/] · {hint}")
         if item.redaction_count:
             header_lines.append(f"[$warning]{item.redaction_count} secret(s) redacted at ingest[/]")
         header_lines.append("cited by: " + (", ".join(item.cited_by) or "no reply cited it"))
         header.update("\n".join(header_lines))
+        body.update(self._body(item, revealed))
+        body.border_title = "what the model saw" + (f" · lines {item.lines}" if item.lines else "")
+
+    def _body(self, item: ItemView, revealed: tuple[str | None, ...] | None) -> RichTable:
+        """A grid of gutter and text, so that a wrapped line continues beside its number."""
+        colours = self.app.get_css_variables()
+        background = Color.parse(colours["background"])
+
+        def solid(name: str) -> str:
+            """A theme colour as Rich needs it: translucent ones blended over the background."""
+            return (background + Color.parse(colours[name])).hex
+
+        warning = Style(color=solid("text-warning"))
+        muted = Style(color=solid("foreground-muted"))
+        not_seen = muted + Style(italic=True)
         lines = item.visible_text.split("\n")
         numbers = original_line_numbers(lines, item.lines)
-        width = max((len(n) for n in numbers if n), default=0) if numbers else 0
-        parts: list[str | tuple[str, str]] = []
-        for index, line in enumerate(lines):
+        shown_lines = highlighted_lines(item.visible_text.expandtabs(TAB_WIDTH), item.path,
+                                        self.app.current_theme.dark)
+        grid = RichTable.grid(padding=(0, 1))
+        if numbers:
+            grid.add_column(justify="right", no_wrap=True, style=muted)
+        grid.add_column(overflow="fold")
+        trims = iter(revealed or ())
+
+        def row(gutter: Text, text: Text) -> None:
             if numbers:
-                parts.append((f"{numbers[index]:>{width}} │ ", "$text-muted"))
-            shown = line.expandtabs(TAB_WIDTH)  # a tab would render as nothing in a cell grid
-            if TRIM_MARKER.fullmatch(line):
-                parts.append((shown, "$warning"))
-            elif "[REDACTED:" in line:
-                parts.append((shown, "$warning italic"))
+                grid.add_row(gutter, text)
             else:
-                parts.append(shown)  # plain Content: never read as markup
-            parts.append("\n")
-        body.update(Content.assemble(*parts[:-1]))
-        body.border_title = "what the model saw" + (f" · lines {item.lines}" if item.lines else "")
+                grid.add_row(text)
+
+        for index, line in enumerate(lines):
+            gutter = Text(f"{numbers[index]} │") if numbers else Text("")
+            marker = TRIM_MARKER.fullmatch(line)
+            if marker:
+                row(gutter, Text(line, style=warning))
+                if revealed is not None:
+                    text = next(trims, None)
+                    self._revealed(row, text, int(marker.group(1)), not_seen, warning)
+            elif "[REDACTED:" in line:
+                row(gutter, Text(line.expandtabs(TAB_WIDTH), style=warning + Style(italic=True)))
+            else:
+                row(gutter, shown_lines[index])  # plain Text: never read as markup
+        return grid
+
+    @staticmethod
+    def _revealed(row: Callable[[Text, Text], None], text: str | None, first_line: int, style: Style,
+                  warning: Style) -> None:
+        if text is None:
+            row(Text(NOT_SEEN), Text("(the index no longer holds these lines as they were)", style=warning))
+            return
+        for offset, line in enumerate(text.rstrip("\n").split("\n")):
+            row(Text(f"{first_line + offset} {NOT_SEEN}"), Text(line.expandtabs(TAB_WIDTH), style=style))

@@ -8,9 +8,11 @@ Each action has an id (so users can remap keys), a tooltip, and a palette title
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from textual.binding import Binding, BindingType
+from textual.keys import format_key
 
 
 @dataclass(frozen=True)
@@ -82,3 +84,13 @@ def bindings_for(scope: str) -> list[BindingType]:
 
 def actions_for(scope: str) -> list[Action]:
     return [a for a in ACTIONS if a.scope in (scope, "app")]
+
+
+def effective_key(action: Action, keymap: Mapping[str, str]) -> str:
+    """The key(s) that run ``action`` once the user's keymap is applied (comma-separated)."""
+    return keymap.get(action.id) or action.key
+
+
+def key_label(keys: str) -> str:
+    """Keys as a person reads them (help, palette, keymap problems): ``?``, ``/``, ``esc``, ``enter``, ``ctrl+t``."""
+    return ", ".join("enter" if key == "enter" else format_key(key) for key in keys.split(","))

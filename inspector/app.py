@@ -7,6 +7,9 @@ except when the user explicitly runs drift (which records the run).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from textual.app import App
 
 from scopelens.core.clock import Clock, IdSource
@@ -14,6 +17,7 @@ from scopelens.core.errors import ScopelensError
 from scopelens.core.readmodel import ReadModel, store_label
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.commands import ActionCommands
+from scopelens.inspector.keymap import load_keymap
 from scopelens.inspector.screens.error import StoreErrorScreen
 from scopelens.inspector.screens.help import HelpScreen
 from scopelens.inspector.screens.sessions import SessionsScreen
@@ -35,9 +39,11 @@ class InspectorApp(App[None]):
         theme: str = "textual-dark",
         clock: Clock | None = None,
         ids: IdSource | None = None,
+        keymap_path: Path | None = None,
     ) -> None:
         super().__init__()
         self.store_url = store_url
+        self._loaded_keymap = load_keymap(keymap_path)
         self.clock = clock
         self.ids = ids
         self.cursor_blink = cursor_blink
@@ -47,6 +53,11 @@ class InspectorApp(App[None]):
 
     def on_mount(self) -> None:
         self.theme = self._initial_theme
+        if self.keymap:
+            self.set_keymap(self.keymap)
+        if self._loaded_keymap.problems:
+            self.notify("\n".join(self._loaded_keymap.problems), title="keymap",
+                        severity="error" if self._loaded_keymap.fatal else "warning", timeout=15)
         self.sub_title = store_label(self.store_url)
         try:
             self.read_model = ReadModel(self.store_url, clock=self.clock, ids=self.ids)
@@ -64,6 +75,11 @@ class InspectorApp(App[None]):
     def model(self) -> ReadModel:
         assert self.read_model is not None
         return self.read_model
+
+    @property
+    def keymap(self) -> Mapping[str, str]:
+        """The user's key overrides that were valid (binding id -> keys), as given to set_keymap."""
+        return self._loaded_keymap.keymap
 
     def action_open_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -94,9 +110,14 @@ def make_app(
     theme: str = "textual-dark",
     clock: Clock | None = None,
     ids: IdSource | None = None,
+    keymap_path: Path | None = None,
 ) -> InspectorApp:
     """The inspector over ``store_url`` (a path or a SQLAlchemy URL).
 
     Tests pass ``cursor_blink=False`` and a fixed ``clock``/``ids`` for deterministic output.
+    ``keymap_path`` is the user's ``keymap.toml`` (the CLI passes
+    :func:`~scopelens.inspector.keymap.default_keymap_path`); ``None`` keeps the default keys,
+    so a test never reads a user's configuration.
     """
-    return InspectorApp(store_url, cursor_blink=cursor_blink, theme=theme, clock=clock, ids=ids)
+    return InspectorApp(store_url, cursor_blink=cursor_blink, theme=theme, clock=clock, ids=ids,
+                        keymap_path=keymap_path)

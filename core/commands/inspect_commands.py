@@ -18,8 +18,10 @@ def open_inspector(store_url: str, *, light: bool = False) -> int:
 
     Store.open(store_url, read_only=True).close()  # a clear one-line error before the UI starts
     from scopelens.inspector.app import make_app
+    from scopelens.inspector.keymap import default_keymap_path
 
-    make_app(store_url, theme="textual-light" if light else "textual-dark").run()
+    theme = "textual-light" if light else "textual-dark"
+    make_app(store_url, theme=theme, keymap_path=default_keymap_path()).run()
     return 0
 
 

@@ -9,7 +9,7 @@ data would have been, and as a notification, and the rest of the inspector keeps
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
@@ -60,9 +60,12 @@ def shows_problems(handler: Handler) -> Handler:
 
 
 class InspectorHost(Protocol):
-    """What screens use of the app: its read model and the clipboard."""
+    """What screens use of the app: its read model, the clipboard and the user's keymap."""
 
     model: ReadModel
+
+    @property
+    def keymap(self) -> Mapping[str, str]: ...
 
     def copy_id(self, value: str) -> None: ...
 
@@ -81,11 +84,15 @@ class InspectorScreen(Screen[None]):
         shows a binding for (a table's own ``enter``), the footer shows the screen's: pressing the
         key does what the screen says (the table's selection opens the row)."""
         bindings = dict(super().active_bindings)
+        own_bindings = self._bindings
+        if self.host.keymap:  # a key the user moved elsewhere is no longer the screen's
+            own_bindings = own_bindings.copy()
+            own_bindings.apply_keymap(self.host.keymap)
         for key, active in bindings.items():
             if active.binding.show:
                 continue
             try:
-                own = next(b for b in self._bindings.get_bindings_for_key(key) if b.show)
+                own = next(b for b in own_bindings.get_bindings_for_key(key) if b.show)
             except (NoBinding, StopIteration):
                 continue
             state = self.app._check_action_state(own.action, self)  # the check Screen.active_bindings makes

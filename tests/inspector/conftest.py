@@ -45,13 +45,15 @@ def first_snapshot_of(db: Path, session_id: str = "s-auth-role-mock-0001") -> st
         ).fetchone()[0]
 
 
-def build_app(db: Path, theme: str = "textual-dark") -> InspectorApp:
+def build_app(db: Path, theme: str = "textual-dark", keymap_path: Path | None = None) -> InspectorApp:
+    """The production app, deterministic; no keymap unless a test gives one (never the user's)."""
     return make_app(
         str(db),
         cursor_blink=False,
         theme=theme,
         clock=SteppingClock(DRIFT_CLOCK_START, timedelta(seconds=1)),
         ids=SequentialIds("ui"),
+        keymap_path=keymap_path,
     )
 
 

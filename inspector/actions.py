@@ -70,6 +70,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("input.leave", "escape", "leave", "Clear", "Clear the text; on an empty input, back to the table",
            "input: clear or leave", "input"),
     Action("whynot.ask", "enter", "ask", "Ask", "Answer for the typed path, symbol or text", "why-not: ask", "whynot", show=False),
+    Action("help.everything", "a", "toggle_everything", "Everything", "Every screen's keys, or back to this screen's", "help: toggle everything", "help"),
 )
 
 def bindings_for(scope: str) -> list[BindingType]:
@@ -83,7 +84,8 @@ def bindings_for(scope: str) -> list[BindingType]:
 
 
 def actions_for(scope: str) -> list[Action]:
-    return [a for a in ACTIONS if a.scope in (scope, "app")]
+    """The actions of one screen, then the app-wide ones."""
+    return [a for a in ACTIONS if a.scope == scope] + [a for a in ACTIONS if a.scope == "app" != scope]
 
 
 def effective_key(action: Action, keymap: Mapping[str, str]) -> str:

@@ -7,10 +7,11 @@ except when the user explicitly runs drift (which records the run).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from textual.app import App
+from textual.app import App, SystemCommand
+from textual.screen import Screen
 
 from scopelens.core.clock import Clock, IdSource
 from scopelens.core.errors import ScopelensError
@@ -21,6 +22,15 @@ from scopelens.inspector.keymap import load_keymap
 from scopelens.inspector.screens.error import StoreErrorScreen
 from scopelens.inspector.screens.help import HelpScreen
 from scopelens.inspector.screens.sessions import SessionsScreen
+
+SYSTEM_COMMANDS_KEPT = {
+    "Maximize": "widget: maximize",
+    "Minimize": "widget: minimize",
+    "Screenshot": "screen: save screenshot",
+}
+"""Textual's own palette commands that ours do not cover, titled ``noun: verb`` like ours.
+The rest (Quit, Theme, Keys) would be second copies of ``inspector: quit``, ``theme: toggle``
+and ``help: show``; a command Textual adds later stays out until it is named here."""
 
 
 class InspectorApp(App[None]):
@@ -81,9 +91,15 @@ class InspectorApp(App[None]):
         """The user's key overrides that were valid (binding id -> keys), as given to set_keymap."""
         return self._loaded_keymap.keymap
 
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands, less those that repeat ours (see SYSTEM_COMMANDS_KEPT)."""
+        for command in super().get_system_commands(screen):
+            if command.title in SYSTEM_COMMANDS_KEPT:
+                yield command._replace(title=SYSTEM_COMMANDS_KEPT[command.title])
+
     def action_open_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(getattr(self.screen, "SCOPE", None)))
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

@@ -159,6 +159,8 @@ async def test_every_action_is_in_the_palette_and_bindings_have_ids_and_tooltips
         await pilot.press("question_mark")
         await settle(pilot)
         help_table = app.screen.query_one(DataTable)
+        await pilot.press("a")  # every screen's keys, not only the sessions screen's
+        await settle(pilot)
         assert help_table.row_count == len(ACTIONS) + 1  # plus the built-in palette key
 
 

@@ -1,4 +1,4 @@
-"""User keymaps (issue [5/9], item 16): keymap.toml moves keys; footer and help follow;
+"""User keymaps (issue [5/9], item 16): keymap.toml moves keys; footer, help and palette follow;
 a bad file is named in one notification and never stops the app."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.command import CommandList
 from textual.widgets import DataTable
 from textual.widgets._footer import FooterKey
 
@@ -26,7 +27,7 @@ def footer_keys(app) -> dict[str, str]:  # type: ignore[no-untyped-def]
     return {key.key: key.description for key in app.screen.query(FooterKey)}
 
 
-async def test_a_remapped_key_runs_the_action_and_footer_and_help_show_it(sample_store, tmp_path):
+async def test_a_remapped_key_runs_the_action_and_footer_help_and_palette_show_it(sample_store, tmp_path):
     keymap = keymap_file(tmp_path, '"sessions.sort" = "o"\nsessions.open = "O"\n')
     app = build_app(sample_store, keymap_path=keymap)
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
@@ -49,6 +50,14 @@ async def test_a_remapped_key_runs_the_action_and_footer_and_help_show_it(sample
         table = app.screen.query_one(DataTable)
         keys = {table.get_row_at(i)[2].plain: table.get_row_at(i)[1].plain for i in range(table.row_count)}
         assert keys["sessions: sort"] == "o" and keys["session: open"] == "O"
+        await pilot.press("escape")
+        await settle(pilot)
+
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        hits = app.screen.query_one(CommandList)
+        prompts = [str(hits.get_option_at_index(i).prompt) for i in range(hits.option_count)]
+        assert "sessions: sort\nSort by the next column  (o)" in prompts
         await pilot.press("escape")
         await settle(pilot)
 

@@ -83,8 +83,14 @@ def test_why_not_screen(snap_compare, sample_store, size):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_help_screen(snap_compare, sample_store, size):
-    """Every key and command, from the actions registry."""
-    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=opening(HelpScreen))
+    """Help opened from the sessions screen: its keys, then the app-wide ones, from the registry."""
+    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=opening(None, "question_mark"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_help_screen_everything(snap_compare, sample_store, size):
+    """Help after `a`: every screen's keys (the keymap id column shows when there is room)."""
+    assert snap_compare(build_app(sample_store), terminal_size=size, run_before=opening(None, "question_mark", "a"))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -111,7 +117,7 @@ LIGHT_SCREENS = {
     "evidence": lambda db: SnapshotScreen(first_snapshot_of(db), tab="evidence"),
     "citations": lambda db: SnapshotScreen(first_snapshot_of(db), tab="citations"),
     "drift": lambda db: DriftScreen(first_snapshot_of(db)),
-    "help": lambda db: HelpScreen(),
+    "help": lambda db: HelpScreen("sessions"),
 }
 
 

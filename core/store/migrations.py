@@ -284,6 +284,37 @@ def _memory_versions(dialect: str) -> list[str]:
     ]
 
 
+def _drift_checks(dialect: str) -> list[str]:
+    """Confirmations of drift runs (``core/store/drift_checks.py``): a re-run that found what the
+    last recorded run of its snapshot found appends one row here (which run, when it was
+    checked) instead of a whole new run. Append-only from the start, like ``drift_runs`` after
+    0008: no UPDATE or DELETE, no TRUNCATE on PostgreSQL, no REPLACE on SQLite."""
+    statements = [
+        "CREATE TABLE drift_checks (id TEXT PRIMARY KEY, run_id TEXT NOT NULL, snapshot_id TEXT NOT NULL, "
+        "checked_at TEXT NOT NULL, hash TEXT NOT NULL)",
+        "CREATE INDEX drift_checks_by_snapshot ON drift_checks (snapshot_id, run_id, checked_at)",
+    ]
+    if dialect == "postgresql":
+        return [
+            *statements,
+            "CREATE TRIGGER drift_checks_append_only BEFORE UPDATE OR DELETE ON drift_checks "
+            "FOR EACH ROW EXECUTE FUNCTION scopelens_refuse_change()",
+            "CREATE TRIGGER drift_checks_no_truncate BEFORE TRUNCATE ON drift_checks "
+            "FOR EACH STATEMENT EXECUTE FUNCTION scopelens_refuse_change()",
+        ]
+    return [
+        *statements,
+        *(
+            f"CREATE TRIGGER drift_checks_no_{action.lower()} BEFORE {action} ON drift_checks "
+            "BEGIN SELECT RAISE(ABORT, 'scopelens: drift_checks is append-only'); END"
+            for action in ("UPDATE", "DELETE")
+        ),
+        "CREATE TRIGGER drift_checks_no_replace BEFORE INSERT ON drift_checks "
+        "WHEN EXISTS (SELECT 1 FROM drift_checks WHERE id = NEW.id) "
+        "BEGIN SELECT RAISE(ABORT, 'scopelens: drift_checks is append-only'); END",
+    ]
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step: its name, the statements it runs for a dialect, and an optional data
@@ -305,6 +336,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0008_no_replace", _no_replace),
     Migration("0009_index_versions", _index_versions),
     Migration("0010_memory_versions", _memory_versions, backfill_versions),
+    Migration("0011_drift_checks", _drift_checks),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

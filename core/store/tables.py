@@ -223,6 +223,19 @@ class DriftRunRow(SQLModel, table=True):
     hash: str
 
 
+class DriftCheckRow(SQLModel, table=True):
+    """A drift re-run that found what run ``run_id`` found: a confirmation, not a new run.
+
+    ``hash`` covers the columns and the result of the run (``core/store/drift_checks.py``)."""
+
+    __tablename__ = "drift_checks"
+    id: str = Field(primary_key=True)
+    run_id: str
+    snapshot_id: str
+    checked_at: str
+    hash: str
+
+
 STORE_TABLES: tuple[type[SQLModel], ...] = (
     MetaRow,
     MigrationRow,
@@ -240,6 +253,7 @@ STORE_TABLES: tuple[type[SQLModel], ...] = (
     MemoryRow,
     MemoryVersionRow,
     DriftRunRow,
+    DriftCheckRow,
 )
 
 

@@ -22,6 +22,9 @@ What is checked:
 * every drift run's hash against its bytes, its columns against its report, and that its
   snapshot exists. (Drift runs are re-computable reports outside the chain: a deleted or a
   consistently forged run is not caught; the append-only triggers are their defence.)
+* every drift confirmation (``drift_checks``): its hash re-derived from its columns and the
+  result of the run it confirms (``core/store/drift_checks.py``), that the run exists and is
+  of the same snapshot, and that it was checked no earlier than the run was recorded.
 
 What is *not* caught without a checkpoint: someone who rewrites the whole store
 consistently, every later hash included. ``verify --checkpoint`` compares with a head
@@ -33,6 +36,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -43,10 +47,12 @@ from scopelens.core.contracts import AuditSnapshot, CheckpointCheck, DriftReport
 from scopelens.core.errors import IntegrityError
 from scopelens.core.hashing import ZERO_HASH, as_bytes, sha256_hex, store_chain_next, text_hash
 from scopelens.core.store.checkpoint import Checkpoint, origin_of, signature_problem
+from scopelens.core.store.drift_checks import drift_check_hash, drift_result_hash
 from scopelens.core.store.memory_log import version_hash
 from scopelens.core.store.store import Store, snapshot_candidate_rows, stored_time_or_none
 from scopelens.core.store.tables import (
     BlobRow,
+    DriftCheckRow,
     DriftRunRow,
     EventRow,
     MemoryRow,
@@ -178,6 +184,7 @@ def verify_store(
             if digest not in present:
                 findings.add("deleted", f"blob {digest[:16]}…", f"{record} refers to it but it is missing")
         _check_drift_runs(conn, findings)
+        _check_drift_checks(conn, findings)
         memory_versions = _check_memories(conn, findings)
     checked = (
         None
@@ -506,6 +513,46 @@ def _check_drift_runs(conn: Session, findings: _Findings) -> None:
             findings.add("changed", record, f"its columns disagree with its report: {', '.join(differing)}")
         if row.snapshot_id not in snapshots:
             findings.add("deleted", f"snapshot {row.snapshot_id}", f"{record} is about it but it is missing")
+
+
+@dataclass(frozen=True)
+class _ConfirmedRun:
+    """What a confirmation is held to: its run's snapshot, time and result (None: unreadable)."""
+
+    snapshot_id: str
+    created_at: datetime | None
+    result_hash: str | None
+
+
+def _check_drift_checks(conn: Session, findings: _Findings) -> None:
+    checks = list(conn.exec(select(DriftCheckRow).order_by(col(DriftCheckRow.run_id), col(DriftCheckRow.id))))
+    runs: dict[str, _ConfirmedRun] = {}
+    wanted = sorted({check.run_id for check in checks})
+    for start in range(0, len(wanted), 500):
+        for row in conn.exec(select(DriftRunRow).where(col(DriftRunRow.id).in_(wanted[start : start + 500]))):
+            try:
+                result: str | None = drift_result_hash(as_bytes(row.body), row.config_hash)
+            except ValueError:
+                result = None  # _check_drift_runs names the run itself
+            runs[row.id] = _ConfirmedRun(row.snapshot_id, stored_time_or_none(row.created_at), result)
+    for check in checks:
+        record = f"drift check {check.id}"
+        run = runs.get(check.run_id)
+        if run is None:
+            findings.add("deleted", f"drift run {check.run_id}", f"{record} confirms it but it is missing")
+            continue
+        expected = None if run.result_hash is None else drift_check_hash(
+            check_id=check.id, run_id=check.run_id, snapshot_id=check.snapshot_id, checked_at=check.checked_at,
+            result_hash=run.result_hash,
+        )
+        if expected != check.hash:
+            findings.add("changed", record,
+                         f"its hash does not match its columns and the result of drift run {check.run_id}")
+        if check.snapshot_id != run.snapshot_id:
+            findings.add("changed", record, f"its snapshot_id is not that of drift run {check.run_id}")
+        checked_at = stored_time_or_none(check.checked_at)
+        if checked_at is None or run.created_at is None or checked_at < run.created_at:
+            findings.add("changed", record, f"its checked_at is before drift run {check.run_id} was recorded")
 
 
 _MEMORY_CHANGES = frozenset(change.value for change in MemoryChange)

@@ -42,6 +42,7 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
     "drift_runs": [
         "id", "snapshot_id", "created_at", "index_version", "engine_version", "config_hash", "summary", "body", "hash",
     ],
+    "drift_checks": ["id", "run_id", "snapshot_id", "checked_at", "hash"],
 }
 
 

@@ -1,7 +1,8 @@
 """Append-only tables cannot be rewritten through the side doors the first triggers left open.
 
 SQLite's REPLACE conflict resolution deletes the conflicting row without firing DELETE
-triggers; PostgreSQL's drift_runs had no TRUNCATE trigger.
+triggers; PostgreSQL's drift_runs had no TRUNCATE trigger. Drift confirmations (drift_checks,
+migration 0011) have every one of these triggers from the start.
 """
 
 from __future__ import annotations
@@ -13,11 +14,20 @@ from scopelens.core.store.engine import normalise_url
 from scopelens.core.store.store import Store
 from scopelens.core.store.verify import verify_store
 from scopelens.core.vocab import EventType
-from tests.support.factories import DRIFT_RUN_INSERT, FACTORY_POLICY, made_drift_run, make_snapshot
+from tests.support.factories import (
+    DRIFT_CHECK_INSERT,
+    DRIFT_RUN_INSERT,
+    FACTORY_POLICY,
+    made_drift_check,
+    made_drift_run,
+    make_snapshot,
+)
+
+APPEND_ONLY = ("sessions", "events", "snapshots", "snapshot_rows", "blobs", "drift_runs", "drift_checks")
 
 
 def write_one_of_each(url: str) -> str:
-    """A store with one row in every append-only table (a drift run inserted by hand)."""
+    """A store with one row in every append-only table (a drift run and its confirmation inserted by hand)."""
     with Store.open(url, create=True) as store:
         session = store.create_session(project="p", session_id="s-r")
         store.append_event(session.id, EventType.USER_MESSAGE, {"text": "hello"})
@@ -25,7 +35,9 @@ def write_one_of_each(url: str) -> str:
         store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
     engine = create_engine(normalise_url(url))
     with engine.begin() as conn:
-        conn.execute(text(DRIFT_RUN_INSERT), made_drift_run("d-1", "snap-r", "s-r"))
+        run = made_drift_run("d-1", "snap-r", "s-r")
+        conn.execute(text(DRIFT_RUN_INSERT), run)
+        conn.execute(text(DRIFT_CHECK_INSERT), made_drift_check("dc-1", run))
     engine.dispose()
     return url
 
@@ -50,13 +62,15 @@ SQLITE_REPLACEMENTS = {
     "blobs": "INSERT OR REPLACE INTO blobs SELECT sha256, 1, CAST('x' AS BLOB) FROM blobs",
     "drift_runs": "INSERT OR REPLACE INTO drift_runs SELECT id, snapshot_id, created_at, index_version, "
     "engine_version, config_hash, 'forged', body, hash FROM drift_runs",
+    "drift_checks": "INSERT OR REPLACE INTO drift_checks SELECT id, run_id, snapshot_id, "
+    "'2031-01-01T00:00:00.000000Z', hash FROM drift_checks",
 }
 
 
 def _counts(conn) -> dict[str, object]:
     return {
         table: conn.execute(text(f"SELECT count(*), group_concat(hex(rowid)) FROM {table}")).one()
-        for table in ("sessions", "events", "snapshots", "snapshot_rows", "blobs", "drift_runs")
+        for table in APPEND_ONLY
     }
 
 
@@ -84,15 +98,21 @@ def test_storing_the_same_blob_twice_is_still_allowed(tmp_path):
         assert store.put_blob(b"same bytes") == first
 
 
-def test_drift_runs_cannot_be_truncated_or_deleted(written):
+@pytest.mark.parametrize(
+    ("table", "column"), [("drift_runs", "summary"), ("drift_checks", "checked_at")]
+)
+def test_drift_runs_and_checks_cannot_be_truncated_deleted_or_updated(written, table, column):
     engine = create_engine(normalise_url(written))
-    truncate = "TRUNCATE drift_runs" if engine.dialect.name == "postgresql" else "DELETE FROM drift_runs"
+    truncate = f"TRUNCATE {table}" if engine.dialect.name == "postgresql" else f"DELETE FROM {table}"
     try:
-        for statement in (truncate, "DELETE FROM drift_runs", "UPDATE drift_runs SET summary = 'x'"):
+        with engine.connect() as conn:
+            before = conn.execute(text(f"SELECT * FROM {table}")).all()
+        for statement in (truncate, f"DELETE FROM {table}", f"UPDATE {table} SET {column} = 'x'"):
             with pytest.raises(Exception, match="append-only"), engine.begin() as conn:
                 conn.execute(text(statement))
         with engine.connect() as conn:
-            summary = conn.execute(text("SELECT summary FROM drift_runs")).scalar()
-        assert summary == made_drift_run("d-1", "snap-r", "s-r")["summary"]
+            assert conn.execute(text(f"SELECT * FROM {table}")).all() == before
     finally:
         engine.dispose()
+    with Store.open(written, read_only=True) as store:
+        assert verify_store(store).clean

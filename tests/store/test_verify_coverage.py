@@ -2,7 +2,7 @@
 
 Each record here is something the sessions list, the timeline or drift reads: a session
 head's counters, a snapshot row's columns, an event's time column, the policy and artifact
-blobs, and recorded drift runs. Tampered through SQL (triggers bypassed), each is named.
+blobs, and recorded drift runs and their confirmations. Tampered through SQL (triggers bypassed), each is named.
 """
 
 from __future__ import annotations
@@ -14,10 +14,19 @@ from scopelens.core.audit.drift import recorded_policy
 from scopelens.core.contracts import ArtifactRef, ToolFinishedPayload
 from scopelens.core.errors import IntegrityError
 from scopelens.core.hashing import sha256_hex
+from scopelens.core.store.drift_checks import drift_check_hash, drift_result_hash
 from scopelens.core.store.store import Store
 from scopelens.core.store.verify import verify_session, verify_store
 from scopelens.core.vocab import EventType
-from tests.support.factories import DRIFT_RUN_INSERT, FACTORY_POLICY, T0, made_drift_run, make_snapshot
+from tests.support.factories import (
+    DRIFT_CHECK_INSERT,
+    DRIFT_RUN_INSERT,
+    FACTORY_POLICY,
+    T0,
+    made_drift_check,
+    made_drift_run,
+    make_snapshot,
+)
 from tests.support.tamper import tampering
 
 ARTIFACT = b"FAILED tests/test_money.py::test_cents - assert 99 == 100\n"
@@ -25,7 +34,8 @@ ARTIFACT = b"FAILED tests/test_money.py::test_cents - assert 99 == 100\n"
 
 @pytest.fixture
 def recorded(store_url: str) -> str:
-    """One session: a user message, a tool run with an artifact, a snapshot, a drift run."""
+    """One session: a user message, a tool run with an artifact, a snapshot, a drift run and a
+    confirmation of it."""
     with Store.open(store_url, create=True) as store:
         session = store.create_session(project="p", session_id="s-v", created_at=T0)
         store.append_event(session.id, EventType.USER_MESSAGE, {"text": "fix cents"})
@@ -41,7 +51,9 @@ def recorded(store_url: str) -> str:
         snapshot, block = make_snapshot("snap-v", session.id, turn=1)
         store.write_snapshot(snapshot, block, blobs=[FACTORY_POLICY])
     with tampering(store_url) as conn:  # drift runs are written by compute_drift; this one is made by hand
-        conn.execute(text(DRIFT_RUN_INSERT), made_drift_run("drift-v", "snap-v", "s-v"))
+        run = made_drift_run("drift-v", "snap-v", "s-v")
+        conn.execute(text(DRIFT_RUN_INSERT), run)
+        conn.execute(text(DRIFT_CHECK_INSERT), made_drift_check("check-v", run))
     return store_url
 
 
@@ -131,6 +143,63 @@ def test_drift_runs_are_checked(recorded, statement, expected):
         conn.execute(text(statement), {"zero": "0" * 64})
     assert ("changed", "drift run drift-v") in problems(recorded)
     assert expected in details(recorded)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        # a changed byte in any column: the hash covers them all
+        ("UPDATE drift_checks SET checked_at = '2026-01-02T05:04:05.000001Z'", "does not match its columns"),
+        ("UPDATE drift_checks SET hash = :zero", "does not match its columns"),
+        ("UPDATE drift_checks SET hash = upper(hash)", "does not match its columns"),
+        # moved to another snapshot, or to before its run, with the hash re-derived to match
+        ("UPDATE drift_checks SET snapshot_id = 'snap-gone', hash = :rehashed_snapshot", "snapshot_id is not that of"),
+        ("UPDATE drift_checks SET checked_at = :before, hash = :rehashed_before", "checked_at is before"),
+    ],
+)
+def test_drift_checks_are_checked(recorded, statement, expected):
+    run = made_drift_run("drift-v", "snap-v", "s-v")
+    checked_at = str(made_drift_check("check-v", run)["checked_at"])
+    before = "2026-01-02T03:04:04.000000Z"  # a second before the run (T0)
+
+    def rehashed(snapshot_id: str, at: str) -> str:
+        return drift_check_hash(check_id="check-v", run_id="drift-v", snapshot_id=snapshot_id, checked_at=at,
+                                result_hash=drift_result_hash(bytes(run["body"]), "c"))
+
+    values = {
+        "zero": "0" * 64,
+        "before": before,
+        "rehashed_snapshot": rehashed("snap-gone", checked_at),
+        "rehashed_before": rehashed("snap-v", before),
+    }
+    with tampering(recorded) as conn:
+        conn.execute(text(statement), {k: v for k, v in values.items() if f":{k}" in statement})
+    assert problems(recorded) == {("changed", "drift check check-v")}
+    assert expected in details(recorded)
+
+
+def test_a_drift_check_whose_run_is_gone_is_named(recorded):
+    with tampering(recorded) as conn:
+        conn.execute(text("UPDATE drift_checks SET run_id = 'drift-gone'"))
+    assert problems(recorded) == {("deleted", "drift run drift-gone")}
+    with tampering(recorded) as conn:
+        conn.execute(text("UPDATE drift_checks SET run_id = 'drift-v'"))
+        conn.execute(text("DELETE FROM drift_runs"))
+    assert problems(recorded) == {("deleted", "drift run drift-v")}
+    assert "drift check check-v confirms it but it is missing" in details(recorded)
+
+
+def test_a_drift_check_follows_its_runs_result(recorded):
+    """A run rewritten consistently (bytes and hash) no longer matches the confirmation of it."""
+    run = made_drift_run("drift-v", "snap-v", "s-v")
+    forged = dict(run)
+    forged["body"] = bytes(run["body"]).replace(b'"index_changed":true', b'"index_changed":false')
+    assert forged["body"] != run["body"]
+    forged["hash"] = sha256_hex(forged["body"])
+    with tampering(recorded) as conn:
+        conn.execute(text("UPDATE drift_runs SET body = :body, hash = :hash"), {"body": forged["body"], "hash": forged["hash"]})
+    found = problems(recorded)
+    assert ("changed", "drift check check-v") in found
 
 
 def test_a_store_without_a_snapshot_policy_cannot_be_written(store_url):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from scopelens.core.clock import stored_time
 from scopelens.core.contracts import (
@@ -23,6 +23,7 @@ from scopelens.core.contracts import (
 )
 from scopelens.core.hashing import canonical_json, sha256_hex, text_hash
 from scopelens.core.pipeline.policy import Policy
+from scopelens.core.store.drift_checks import drift_check_hash, drift_result_hash
 from scopelens.core.vocab import Authority, EvidenceKind, Source, Stage, SubQueryIntent, Trust, Visibility
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -132,3 +133,24 @@ def made_drift_run(run_id: str, snapshot_id: str, session_id: str) -> dict[str, 
         "id": run_id, "snapshot_id": snapshot_id, "created_at": stored_time(T0), "index_version": "i2",
         "engine_version": "test", "summary": report.summary(), "body": body, "hash": sha256_hex(body),
     }
+
+
+DRIFT_CHECK_INSERT = (
+    "INSERT INTO drift_checks (id, run_id, snapshot_id, checked_at, hash) "
+    "VALUES (:id, :run_id, :snapshot_id, :checked_at, :hash)"
+)
+"""Insert a confirmation made by :func:`made_drift_check` (confirmations are written by compute_drift)."""
+
+
+def made_drift_check(check_id: str, run: dict[str, object], *, after: timedelta = timedelta(hours=1)) -> dict[str, object]:
+    """The column values of a well-formed confirmation of ``run`` (from :func:`made_drift_run`),
+    checked ``after`` the run, for DRIFT_CHECK_INSERT."""
+    body = run["body"]
+    assert isinstance(body, bytes)
+    checked_at = stored_time(T0 + after)
+    values = {"id": check_id, "run_id": str(run["id"]), "snapshot_id": str(run["snapshot_id"]), "checked_at": checked_at}
+    digest = drift_check_hash(
+        check_id=check_id, run_id=values["run_id"], snapshot_id=values["snapshot_id"], checked_at=checked_at,
+        result_hash=drift_result_hash(body, "c"),  # the config_hash DRIFT_RUN_INSERT writes
+    )
+    return {**values, "hash": digest}

@@ -3,7 +3,8 @@
 The inspector (and any other UI) reads only through this module: it never builds queries.
 Everything here is read-only (the store is opened with ``read_only=True``, so opening writes
 nothing, not even a journal); the two explicit user actions that write, recording a drift
-run, open a writable handle for that one transaction and say so.
+run (or a confirmation of the last one), open a writable handle for that one transaction and
+say so.
 
 Lists are paged by key (``after=`` the last key of the previous page), never by offset, so a
 store with millions of candidate rows opens without loading them. Verify status is computed
@@ -20,6 +21,8 @@ from sqlalchemy import ColumnElement, func, or_, tuple_
 from sqlalchemy import select as sa_select  # sqlmodel's select is typed for up to four columns
 from sqlmodel import col, select
 
+from scopelens.core.audit.drift import DriftOutcome as DriftOutcome
+from scopelens.core.audit.drift import DriftRecorded as DriftRecorded
 from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
 from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run
 from scopelens.core.audit.whynot import QUERY_KINDS as QUERY_KINDS
@@ -38,7 +41,7 @@ from scopelens.core.contracts import (
     TrimRange,
 )
 
-# DriftReport (with its DriftItems), DriftRunSummary and WhyNotAnswer are frozen results the UI
+# DriftReport (with its DriftItems), DriftOutcome, DriftRunSummary and WhyNotAnswer are frozen results the UI
 # shows as they are: it imports them from here (re-exported), never from the audit modules.
 from scopelens.core.contracts import DriftItem as DriftItem
 from scopelens.core.contracts import DriftReport as DriftReport
@@ -456,17 +459,18 @@ class ReadModel:
     def drift_run(self, run_id: str) -> DriftReport:
         return load_drift_run(self.store, run_id)
 
-    def compute_drift(self, snapshot_id: str) -> tuple[DriftReport, bool]:
-        """Run drift now. Recorded when the store is writable; returns (report, recorded).
+    def compute_drift(self, snapshot_id: str) -> DriftOutcome:
+        """Run drift now. Recorded when the store is writable: a new run, or a confirmation of
+        the last run when it found the same (then the outcome's report is that run's).
 
         Only a store that refuses the write (a read-only file or role) falls back to an
-        unrecorded run; every other failure is raised as it is.
+        unrecorded run (``recorded == "not recorded"``); every other failure is raised as it is.
         """
         try:
             with Store.open(self.url, clock=self.clock, ids=self.ids) as writable:
-                return compute_drift(writable, snapshot_id), True
+                return compute_drift(writable, snapshot_id)
         except StoreNotWritableError:
-            return compute_drift(self.store, snapshot_id, clock=self.clock, record=False), False
+            return compute_drift(self.store, snapshot_id, clock=self.clock, record=False)
 
     def why_not(self, snapshot_id: str, kind: QueryKind, value: str) -> WhyNotAnswer:
         return why_not(self.store, snapshot_id, kind, value)

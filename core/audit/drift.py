@@ -23,6 +23,12 @@ The report also says whether the engine or its configuration changed since the s
 (from what the snapshot pins), apart from the index (``index_changed``: runs after the pinned
 index version that changed something). A drift run is recorded in
 ``drift_runs`` (when, against which index version) and never modifies the snapshot.
+
+A re-run that finds what the last recorded run of its snapshot found (the same report but for
+its id and time, under the same engine configuration: ``core/store/drift_checks.py``) writes
+no new run: it appends a confirmation of that run to ``drift_checks`` ("checked at T,
+unchanged"), and :class:`DriftOutcome` says which of the two it recorded, or that it recorded
+nothing (a read-only store, or ``record=False``).
 """
 
 from __future__ import annotations
@@ -31,9 +37,13 @@ import difflib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
 
 from pydantic import ValidationError
-from sqlmodel import col, select
+from sqlalchemy import func
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col, select
 
 from scopelens.core import ENGINE_VERSION
 from scopelens.core.clock import Clock, SystemClock, stored_time
@@ -54,18 +64,53 @@ from scopelens.core.index.scorer import Scorer
 from scopelens.core.pipeline import rerank as rerank_module
 from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.retriever import bind_citations, current_pins, engine_config, run_pipeline
-from scopelens.core.store.store import Store
-from scopelens.core.store.tables import DriftRunRow, IndexRunRow
+from scopelens.core.store.drift_checks import drift_check_hash, drift_result_hash
+from scopelens.core.store.store import Store, stored_time_or_none
+from scopelens.core.store.tables import DriftCheckRow, DriftRunRow, IndexRunRow
 from scopelens.core.vocab import DRIFT_CLASS_PRECEDENCE, WORKSPACE_SOURCES, DriftClass, Stage
 
 
 @dataclass(frozen=True)
 class DriftRunSummary:
+    """One recorded drift run, and the re-runs since that found the same (its confirmations)."""
+
     id: str
     snapshot_id: str
     created_at: str
     index_version: str
     summary: str
+    checks: int = 0
+    """How many later re-runs found what this run found (rows of ``drift_checks``)."""
+    last_checked_at: str | None = None
+    """When the last of them ran (a stored time); None when none has."""
+
+    @property
+    def last_seen_at(self) -> str:
+        """The last time drift found this result: the last confirmation, else the run itself."""
+        return self.last_checked_at or self.created_at
+
+
+DriftRecorded = Literal["new run", "confirmed", "not recorded"]
+"""What a drift re-run recorded: a new run, a confirmation of the last run, or nothing."""
+
+
+@dataclass(frozen=True)
+class DriftOutcome:
+    """What :func:`compute_drift` found and what it recorded.
+
+    ``report`` is the run to show: the new run's report; for a confirmation, the confirmed
+    run's own report (its id and time; the re-run found the same at ``checked_at``); when
+    nothing was recorded, the report computed now (with an id no run has).
+    """
+
+    report: DriftReport
+    recorded: DriftRecorded
+    confirmed_run_id: str | None = None
+    """The run a confirmation confirms (``report.id``); None unless ``recorded == "confirmed"``."""
+    check_id: str | None = None
+    """The confirmation's id in ``drift_checks``; None unless ``recorded == "confirmed"``."""
+    checked_at: datetime | None = None
+    """When the re-run that confirmed ran; None unless ``recorded == "confirmed"``."""
 
 
 @dataclass(frozen=True)
@@ -358,8 +403,10 @@ def compute_drift(
     clock: Clock | None = None,
     scorer: Scorer | None = None,
     record: bool = True,
-) -> DriftReport:
-    """Re-run the snapshot's plan against today's index; record the run unless told not to."""
+) -> DriftOutcome:
+    """Re-run the snapshot's plan against today's index and record what it found, unless told
+    not to (or the store is read-only): a new run, or, when the last recorded run of the
+    snapshot found the same, a confirmation of that run."""
     clock = clock or store.clock or SystemClock()
     stored = store.get_snapshot(snapshot_id)
     frozen = stored.snapshot
@@ -372,8 +419,8 @@ def compute_drift(
     outcome = run_pipeline(store, scorer, policy, frozen.intent, scope, frozen.plan, now)
     today = bind_citations("drift", outcome.fitted, outcome.labels, rerank_module.WEIGHTS[scope.purpose])
     pins_now = current_pins(store, scope, policy)
-    report = DriftReport(
-        id=store.ids.new_id("drift"),
+    found = DriftReport(
+        id="",  # named when it is recorded as a new run (or returned unrecorded)
         snapshot_id=snapshot_id,
         session_id=frozen.session_id,
         created_at=now,
@@ -387,18 +434,67 @@ def compute_drift(
         items=tuple(classify(frozen, today, outcome.rejected, locate(store, frozen.selected),
                              locate(store, [*today, *outcome.rejected]))),
     )
-    if record and not store.read_only:
-        body = canonical_json(report)
-        with store.write() as conn:
+    if not record or store.read_only:
+        return DriftOutcome(found.model_copy(update={"id": store.ids.new_id("drift")}), "not recorded")
+    config_hash = document_hash(engine_config())
+    result = drift_result_hash(canonical_json(found), config_hash)
+    with store.write() as conn:
+        # Read the last run in the write transaction, so that on SQLite (whose write lock is
+        # taken at its start) a run recorded meanwhile is the one compared with.
+        last = _last_run(conn, snapshot_id)
+        if last is not None and _found_again(last, result, now):
+            check_id = store.ids.new_id("drift-check")
+            checked_at = stored_time(now)
             conn.add(
-                DriftRunRow(
-                    id=report.id, snapshot_id=snapshot_id, created_at=stored_time(now),
-                    index_version=report.index_version_now, engine_version=report.engine_now,
-                    config_hash=document_hash(engine_config()), summary=report.summary(),
-                    body=body, hash=sha256_hex(body),
+                DriftCheckRow(
+                    id=check_id, run_id=last.id, snapshot_id=snapshot_id, checked_at=checked_at,
+                    hash=drift_check_hash(check_id=check_id, run_id=last.id, snapshot_id=snapshot_id,
+                                          checked_at=checked_at, result_hash=result),
                 )
             )
-    return report
+            confirmed = DriftReport.model_validate_json(as_bytes(last.body))
+            return DriftOutcome(confirmed, "confirmed", confirmed_run_id=last.id, check_id=check_id, checked_at=now)
+        report = found.model_copy(update={"id": store.ids.new_id("drift")})
+        body = canonical_json(report)
+        conn.add(
+            DriftRunRow(
+                id=report.id, snapshot_id=snapshot_id, created_at=stored_time(now),
+                index_version=report.index_version_now, engine_version=report.engine_now,
+                config_hash=config_hash, summary=report.summary(),
+                body=body, hash=sha256_hex(body),
+            )
+        )
+    return DriftOutcome(report, "new run")
+
+
+def _last_run(conn: Session, snapshot_id: str) -> DriftRunRow | None:
+    """The snapshot's last recorded run, in the order :func:`list_drift_runs` lists them."""
+    statement = (
+        select(DriftRunRow)
+        .where(col(DriftRunRow.snapshot_id) == snapshot_id)
+        .order_by(col(DriftRunRow.created_at).desc(), col(DriftRunRow.id).desc())
+        .limit(1)
+    )
+    return conn.exec(statement).first()
+
+
+def _found_again(last: DriftRunRow, result: str, now: datetime) -> bool:
+    """Whether a re-run at ``now`` with result hash ``result`` confirms the run ``last``.
+
+    Only a run whose bytes match its hash is confirmed (a damaged run is superseded by a new
+    one, never vouched for), and only from a time no earlier than the run's (a clock set back
+    records a new run: verify holds a confirmation to its run's time).
+    """
+    body = as_bytes(last.body)
+    if sha256_hex(body) != last.hash:
+        return False
+    recorded_at = stored_time_or_none(last.created_at)
+    if recorded_at is None or now < recorded_at:
+        return False
+    try:
+        return drift_result_hash(body, last.config_hash) == result
+    except ValueError:
+        return False
 
 
 def session_snapshot_ids(store: Store, session_id: str) -> list[str]:
@@ -409,25 +505,34 @@ def session_snapshot_ids(store: Store, session_id: str) -> list[str]:
 
 def drift_session(
     store: Store, session_id: str, *, clock: Clock | None = None, progress: Callable[[int, int], None] | None = None
-) -> list[DriftReport]:
+) -> list[DriftOutcome]:
     """Drift for every snapshot of a session, sharing one scorer (its caches)."""
     ids = session_snapshot_ids(store, session_id)
     scorer = Scorer(store)
-    reports = []
+    outcomes = []
     for done, snapshot_id in enumerate(ids, start=1):
-        reports.append(compute_drift(store, snapshot_id, clock=clock, scorer=scorer))
+        outcomes.append(compute_drift(store, snapshot_id, clock=clock, scorer=scorer))
         if progress:
             progress(done, len(ids))
-    return reports
+    return outcomes
 
 
 def list_drift_runs(store: Store, snapshot_id: str | None = None) -> list[DriftRunSummary]:
+    """Recorded runs, oldest first, each with how often and when last it was confirmed."""
     statement = select(DriftRunRow).order_by(col(DriftRunRow.created_at), col(DriftRunRow.id))
+    checks = sa_select(
+        col(DriftCheckRow.run_id), func.count(), func.max(col(DriftCheckRow.checked_at))
+    ).group_by(col(DriftCheckRow.run_id))
     if snapshot_id is not None:
         statement = statement.where(col(DriftRunRow.snapshot_id) == snapshot_id)
+        checks = checks.where(col(DriftCheckRow.snapshot_id) == snapshot_id)
     with store.read() as conn:
         rows = list(conn.exec(statement))
-    return [DriftRunSummary(r.id, r.snapshot_id, r.created_at, r.index_version, r.summary) for r in rows]
+        confirmed = {run_id: (int(count), last) for run_id, count, last in conn.execute(checks)}
+    return [
+        DriftRunSummary(r.id, r.snapshot_id, r.created_at, r.index_version, r.summary, *confirmed.get(r.id, (0, None)))
+        for r in rows
+    ]
 
 
 def load_drift_run(store: Store, run_id: str) -> DriftReport:

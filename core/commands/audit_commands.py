@@ -9,12 +9,11 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from scopelens.core.audit.drift import compute_drift, drift_session, list_drift_runs
+from scopelens.core.audit.drift import DriftOutcome, compute_drift, drift_session, list_drift_runs
 from scopelens.core.audit.rebuild import rebuild_store
 from scopelens.core.audit.replay import ReplayedTurn, replay_session
 from scopelens.core.audit.whynot import QUERY_KINDS, QueryKind, why_not
-from scopelens.core.clock import when_stored
-from scopelens.core.contracts import DriftReport
+from scopelens.core.clock import stored_time, when_stored
 from scopelens.core.errors import IntegrityError, InvalidInputError
 from scopelens.core.output import console, literal, plain_row, print_json, progress_console, shows_progress
 from scopelens.core.store.store import Store, event_summary
@@ -125,34 +124,55 @@ def run_drift(args: argparse.Namespace) -> int:
         if args.json:
             print_json("drift-runs", {"runs": [r.__dict__ for r in runs]})
             return 0
-        table = Table("run", "snapshot", "at (UTC)", "index", "summary")
+        table = Table("run", "snapshot", "at (UTC)", "index", "summary", "checks", "last checked (UTC)")
         for r in runs:
-            plain_row(table, r.id, r.snapshot_id, when_stored(r.created_at), r.index_version, r.summary)
+            plain_row(table, r.id, r.snapshot_id, when_stored(r.created_at), r.index_version, r.summary, str(r.checks),
+                      when_stored(r.last_checked_at) if r.last_checked_at else "-")
         console().print(table if runs else "No drift runs recorded yet.")
         return 0
     if bool(args.snapshot) == bool(args.session):
         raise InvalidInputError("drift needs a SNAPSHOT_ID or --session S (one of them)")
     with Store.open(args.db) as store:
         if args.snapshot:
-            reports = [compute_drift(store, args.snapshot)]
+            outcomes = [compute_drift(store, args.snapshot)]
         else:
             with Progress(TextColumn("drift"), BarColumn(), MofNCompleteColumn(), console=progress_console(),
                           transient=True, disable=not shows_progress(args.json)) as bar:
                 task = bar.add_task("", total=None)
-                reports = drift_session(store, args.session,
-                                        progress=lambda done, total: bar.update(task, completed=done, total=total))
+                outcomes = drift_session(store, args.session,
+                                         progress=lambda done, total: bar.update(task, completed=done, total=total))
     if args.json:
-        print_json("drift", {"reports": [r.model_dump(mode="json") | {"counts": r.counts()} for r in reports]})
+        print_json("drift", {"reports": [_drift_json(o) for o in outcomes]})
         return 0
-    for report in reports:
-        _print_drift(report)
+    for outcome in outcomes:
+        _print_drift(outcome)
     return 0
 
 
-def _print_drift(report: DriftReport) -> None:
+def _drift_json(outcome: DriftOutcome) -> dict[str, Any]:
+    """A drift report as ``--json`` prints it, with what this run recorded: ``recorded`` is
+    ``new run``, ``confirmed`` (the report is the run it found again: ``confirmed_run_id``,
+    checked at ``checked_at``) or ``not recorded``."""
+    report = outcome.report
+    return report.model_dump(mode="json") | {
+        "counts": report.counts(),
+        "recorded": outcome.recorded,
+        "confirmed_run_id": outcome.confirmed_run_id,
+        "checked_at": stored_time(outcome.checked_at) if outcome.checked_at else None,
+    }
+
+
+def _print_drift(outcome: DriftOutcome) -> None:
     out = console()
+    report = outcome.report
     out.print(f"[bold]drift {literal(report.id)}[/] of snapshot {literal(report.snapshot_id)}: index "
               f"{literal(report.index_version_then)} -> {literal(report.index_version_now)}")
+    if outcome.recorded == "confirmed":
+        # No times here: the run's, and when it was last checked, are in `drift --list`'s columns.
+        out.print(f"unchanged since run {literal(report.id)}: recorded as a confirmation of that run, "
+                  "not as a new run")
+    elif outcome.recorded == "not recorded":
+        out.print("not recorded (read-only store)")
     out.print(f"engine {'changed' if report.engine_changed else 'unchanged'} ({report.engine_then} -> {report.engine_now}), "
               f"config {'changed' if report.config_changed else 'unchanged'}, "
               f"index {'changed' if report.index_changed else 'unchanged'}")

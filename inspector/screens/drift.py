@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
 from scopelens.core.clock import when, when_stored
-from scopelens.core.readmodel import DriftItem, DriftReport, DriftRunSummary
+from scopelens.core.readmodel import DriftItem, DriftOutcome, DriftReport, DriftRunSummary
 from scopelens.core.vocab import DRIFT_CLASS_MEANINGS, DriftClass
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
@@ -76,10 +76,9 @@ class DriftScreen(InspectorScreen):
     """Below 120 columns the diff goes under the items instead of beside them."""
 
     class Computed(Message):
-        def __init__(self, report: DriftReport, recorded: bool) -> None:
+        def __init__(self, outcome: DriftOutcome) -> None:
             super().__init__()
-            self.report = report
-            self.recorded = recorded
+            self.outcome = outcome
 
     class RunsLoaded(Message):
         def __init__(self, runs: tuple[DriftRunSummary, ...], latest: DriftReport | None) -> None:
@@ -153,15 +152,14 @@ class DriftScreen(InspectorScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="drift")
     def compute(self) -> None:
-        report, recorded = self.host.model.compute_drift(self.snapshot_id)
-        self.post_message(self.Computed(report, recorded))
+        self.post_message(self.Computed(self.host.model.compute_drift(self.snapshot_id)))
 
     @on(Computed)
     @shows_problems
     def computed(self, message: Computed) -> None:
         self.running = False
         self.query_one("#drift-progress").display = False
-        self.show_report(message.report, note="recorded" if message.recorded else "not recorded (read-only store)")
+        self.show_report(message.outcome.report, note=recorded_note(message.outcome))
         self.load_runs()
 
     def show_report(self, report: DriftReport, note: str) -> None:
@@ -286,7 +284,7 @@ class SessionDriftScreen(InspectorScreen):
         model = self.host.model
         turn_of = {i: turn.turn for turn in model.timeline(self.session_id) for i in turn.snapshot_ids}
         for done, snapshot_id in enumerate(turn_of, start=1):
-            report, _recorded = model.compute_drift(snapshot_id)
+            report = model.compute_drift(snapshot_id).report
             self.post_message(self.Progressed(done, len(turn_of), report, turn_of[snapshot_id]))
 
     @on(Progressed)
@@ -311,6 +309,14 @@ class SessionDriftScreen(InspectorScreen):
         snapshot_id = self.query_one(FittedTable).cursor_key()
         if snapshot_id is not None:
             self.app.push_screen(DriftScreen(snapshot_id))
+
+
+def recorded_note(outcome: DriftOutcome) -> str:
+    """What a run of drift recorded, as the status line says it after the run's id (for a
+    confirmation, the id of the run it found again)."""
+    if outcome.recorded == "confirmed" and outcome.checked_at is not None:
+        return f"confirmed: checked at {when(outcome.checked_at)}, unchanged"
+    return "recorded" if outcome.recorded == "new run" else "not recorded (read-only store)"
 
 
 def item_note(item: DriftItem) -> str:

@@ -78,7 +78,7 @@ def drift_after(lab: Lab, files: dict[str, str], edits: dict[str, str], intent: 
     write(root, edits)
     lab.clock.advance(timedelta(days=1))
     lab.index(root, project, classifier=classifier)
-    return compute_drift(lab.store, frozen.snapshot_id)
+    return compute_drift(lab.store, frozen.snapshot_id).report
 
 
 def by_ref(report: DriftReport) -> dict[str, DriftItem]:
@@ -178,7 +178,7 @@ def test_items_sharing_a_source_ref_in_two_roots_do_not_collapse(lab):
     write(root_b, {"src/auth/session.ts": other["src/auth/session.ts"].replace("...overrides", 'role: "viewer", ...overrides')})
     lab.clock.advance(timedelta(days=1))
     lab.index(root_b, "alpha")
-    report = compute_drift(lab.store, frozen.snapshot_id)
+    report = compute_drift(lab.store, frozen.snapshot_id).report
     session = [i for i in report.items if i.source_ref == "src/auth/session.ts:1-5"]
     assert sorted(i.workspace_root or "" for i in session) == sorted([str(root_a.resolve()), str(root_b.resolve())])
     in_a = next(i for i in session if i.workspace_root == str(root_a.resolve()))

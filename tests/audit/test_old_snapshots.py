@@ -110,7 +110,7 @@ def test_drift_compares_an_old_style_pin_with_todays_version(old_store):
     for snapshot in _snapshots(old_store):
         project = snapshot.scope.project
         latest = max(int(r.version) for r in runs if r.project == project)
-        report = compute_drift(old_store, snapshot.id, record=False)
+        report = compute_drift(old_store, snapshot.id, record=False).report
         assert report.index_version_then == snapshot.pins.index_version  # the old pin, read as it was written
         assert report.index_version_now == index_version(project, "main", latest)
         pinned = int(snapshot.pins.index_version.rsplit("#", 1)[1])
@@ -125,7 +125,7 @@ def test_drift_compares_an_old_style_pin_with_todays_version(old_store):
                 assert item.drift_class != DriftClass.CONTENT_CHANGED, (snapshot.id, item)
             if item.drift_class == DriftClass.CONTENT_CHANGED:
                 assert item.diff, item
-    fixtures = compute_drift(old_store, "snap-auth-role-mock-0001", record=False)
+    fixtures = compute_drift(old_store, "snap-auth-role-mock-0001", record=False).report
     edited = next(i for i in fixtures.items if i.source_ref == "tests/auth/fixtures.ts:1-6")
     assert edited.drift_class == DriftClass.CONTENT_CHANGED and edited.diff  # run 5 edited it
 

@@ -224,7 +224,7 @@ def check_funnel_and_block(lab: Lab, snapshot: AuditSnapshot) -> None:
 
 def check_drift_unchanged(lab: Lab, snapshot: AuditSnapshot) -> None:
     versions = _index_versions(lab)
-    report = compute_drift(lab.store, snapshot.id, record=False)
+    report = compute_drift(lab.store, snapshot.id, record=False).report
     assert not report.index_changed
     assert all(item.drift_class == DriftClass.UNCHANGED for item in report.items), [
         (i.source_ref, i.drift_class) for i in report.items
@@ -274,14 +274,14 @@ def test_drift_names_an_edit_inside_an_item_and_only_there(shared_lab, world):
     if outside is not None:  # an edit elsewhere in the file: never content-changed
         _edit_line(path, outside, " zzedited")
         lab.index(root, project)
-        report = compute_drift(lab.store, snapshot.id, record=False)
+        report = compute_drift(lab.store, snapshot.id, record=False).report
         mine = _mine(report, item)
         assert all(d.drift_class != DriftClass.CONTENT_CHANGED for d in mine), [(d.drift_class, d.diff) for d in mine]
 
     inside = next(n for n in range(item.line_start, item.line_end + 1) if lines[n - 1].strip())
     _edit_line(path, inside, " zzinside")
     lab.index(root, project)
-    report = compute_drift(lab.store, snapshot.id, record=False)
+    report = compute_drift(lab.store, snapshot.id, record=False).report
     mine = _mine(report, item)
     assert mine, [(d.source_ref, d.drift_class) for d in report.items]
     assert mine[0].drift_class in (DriftClass.CONTENT_CHANGED, DriftClass.REMOVED), mine[0]

@@ -60,7 +60,7 @@ def test_replay_is_byte_identical_after_the_workspace_changes_and_drift_shows_th
     assert turn["snapshots"][0]["context_block"] == observation.context_block
     assert all(check["ok"] for check in turn["checks"] + turn["snapshots"][0]["checks"])
 
-    report = compute_drift(lab.store, observation.snapshot_id)
+    report = compute_drift(lab.store, observation.snapshot_id).report
     changed = [i for i in report.items if i.drift_class == DriftClass.CONTENT_CHANGED]
     assert [i.path for i in changed] == ["src/auth/session.ts"]
     assert '-  return { name: "test-user", ...overrides };' in changed[0].diff
@@ -114,7 +114,7 @@ def test_each_drift_class(lab):
     (root / "docs" / "extra.md").unlink()
     lab.clock.advance(timedelta(days=1))
     lab.index(root, "alpha")
-    report = compute_drift(lab.store, frozen.snapshot_id)
+    report = compute_drift(lab.store, frozen.snapshot_id).report
     classes = {item.path: item for item in report.items}
     assert classes["src/auth/session.ts"].drift_class == DriftClass.CONTENT_CHANGED
     assert classes["tests/auth/session.fixture.ts"].drift_class == DriftClass.ADDED
@@ -137,7 +137,7 @@ def test_removed_items_name_the_stage_they_now_meet(lab):
         },
     )
     lab.index(root, "alpha")
-    report = compute_drift(lab.store, frozen.snapshot_id)
+    report = compute_drift(lab.store, frozen.snapshot_id).report
     removed = [i for i in report.items if i.drift_class == DriftClass.REMOVED]
     assert removed and removed[0].stage_today == Stage.OVER_BUDGET
 
@@ -146,16 +146,16 @@ def test_engine_change_is_told_apart_from_index_change(lab, monkeypatch):
     root = lab.workspace("a", AUTH_FILES)
     lab.index(root, "alpha")
     frozen = lab.retriever().retrieve(FIX_TEST, project="alpha")
-    same = compute_drift(lab.store, frozen.snapshot_id)
+    same = compute_drift(lab.store, frozen.snapshot_id).report
     assert not (same.engine_changed or same.config_changed or same.index_changed)
     assert {i.drift_class for i in same.items} == {DriftClass.UNCHANGED}
     monkeypatch.setattr(drift_module, "ENGINE_VERSION", "scopelens-core/9.9.9")
-    engine_only = compute_drift(lab.store, frozen.snapshot_id)
+    engine_only = compute_drift(lab.store, frozen.snapshot_id).report
     assert engine_only.engine_changed and not engine_only.index_changed
     monkeypatch.undo()
     write(root, {"README.md": "# readme\n"})
     lab.index(root, "alpha")
-    index_only = compute_drift(lab.store, frozen.snapshot_id)
+    index_only = compute_drift(lab.store, frozen.snapshot_id).report
     assert index_only.index_changed and not index_only.engine_changed
 
 
@@ -165,10 +165,11 @@ def test_drift_runs_are_recorded_and_never_modify_the_snapshot(lab):
     before = lab.store.get_snapshot(observation.snapshot_id)
     write(root, {"src/auth/session.ts": NEW_MOCK})
     lab.index(root, "alpha")
-    first = compute_drift(lab.store, observation.snapshot_id)
-    reports = drift_session(lab.store, observation.session_id)
+    first = compute_drift(lab.store, observation.snapshot_id).report
+    (again,) = drift_session(lab.store, observation.session_id)
     runs = list_drift_runs(lab.store, observation.snapshot_id)
-    assert [r.id for r in runs] == [first.id, reports[0].id]
+    assert [r.id for r in runs] == [first.id]  # nothing changed since: a confirmation, not a second run
+    assert (again.recorded, again.confirmed_run_id, again.report) == ("confirmed", first.id, first)
     assert runs[0].index_version == first.index_version_now
     assert load_drift_run(lab.store, first.id) == first
     assert lab.store.get_snapshot(observation.snapshot_id) == before

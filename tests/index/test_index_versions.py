@@ -43,7 +43,7 @@ def test_a_reindex_that_changes_nothing_makes_no_version(lab):
     assert observation.snapshot.pins.index_version == "alpha@main#1"
 
     again = index(lab, root, "alpha", "main")
-    drift = compute_drift(lab.store, observation.snapshot_id)
+    drift = compute_drift(lab.store, observation.snapshot_id).report
     assert drift.summary().endswith("changed since snapshot: nothing")
     assert drift.index_version_now == "alpha@main#1" and not drift.index_changed
     assert lab.store.count(IndexRunRow) == 1
@@ -131,9 +131,9 @@ def test_drift_over_a_no_change_run_of_an_older_scopelens_reports_no_index_chang
     with lab.store.write() as conn:  # what an older scopelens wrote for a re-index of nothing
         conn.add(IndexRunRow(project="alpha", branch="main", root=first.root, started_at=0, finished_at=0,
                              added=0, changed=0, removed=0, unchanged=len(AUTH_FILES), chunk_lo=99, chunk_hi=99, version=2))
-    drift = compute_drift(lab.store, observation.snapshot_id)
+    drift = compute_drift(lab.store, observation.snapshot_id).report
     assert (drift.index_version_then, drift.index_version_now) == ("alpha@main#1", "alpha@main#2")
     assert not drift.index_changed
     write(root, {"README.md": "# alpha\n"})
     assert index(lab, root, "alpha", "main").index_version == "alpha@main#3"
-    assert compute_drift(lab.store, observation.snapshot_id).index_changed
+    assert compute_drift(lab.store, observation.snapshot_id).report.index_changed

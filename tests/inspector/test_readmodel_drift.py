@@ -1,5 +1,6 @@
-"""The read model's drift: recorded when the store takes the write, computed unrecorded when the
-store refuses it (a read-only role), and any other failure raised, never swallowed."""
+"""The read model's drift: recorded when the store takes the write (a confirmation of the last
+run when it found the same), computed unrecorded when the store refuses it (a read-only role),
+and any other failure raised, never swallowed."""
 
 from __future__ import annotations
 
@@ -35,6 +36,20 @@ def test_a_failure_while_recording_is_raised_not_retried_unrecorded(sample_store
         model.close()
 
 
+def test_a_rerun_that_finds_the_same_is_a_confirmation_of_the_shown_run(sample_store):
+    snapshot_id = first_snapshot_of(sample_store)
+    model = ReadModel(str(sample_store))
+    try:
+        first = model.compute_drift(snapshot_id)
+        again = model.compute_drift(snapshot_id)
+        assert (first.recorded, again.recorded, again.confirmed_run_id) == ("new run", "confirmed", first.report.id)
+        assert again.report == model.drift_run(first.report.id)
+        (run,) = model.drift_runs(snapshot_id)
+        assert (run.id, run.checks) == (first.report.id, 1) and run.last_checked_at is not None
+    finally:
+        model.close()
+
+
 def test_a_read_only_role_gets_drift_computed_but_not_recorded(postgres_server, tmp_path):
     database = f"ro_{uuid.uuid4().hex[:12]}"
     url = postgres_server.create_database(database)
@@ -51,8 +66,8 @@ def test_a_read_only_role_gets_drift_computed_but_not_recorded(postgres_server, 
     try:
         session = model.sessions().rows[0].id
         snapshot_id = model.snapshot_ids(session)[0]
-        report, recorded = model.compute_drift(snapshot_id)
-        assert recorded is False and report.snapshot_id == snapshot_id
+        outcome = model.compute_drift(snapshot_id)
+        assert outcome.recorded == "not recorded" and outcome.report.snapshot_id == snapshot_id
         assert model.drift_runs(snapshot_id) == ()
     finally:
         model.close()

@@ -81,5 +81,5 @@ def test_a_retrieval_records_its_merge_policy_and_drift_reruns_it(lab, policy):
     assert default.plan.merge_policy == MergePolicy.INTERLEAVE_BY_RELEVANCE
     assert merged.plan.merge_policy == policy
     assert [(r.source_ref, r.final_score) for r in default.ranked] != [(r.source_ref, r.final_score) for r in merged.ranked]
-    report = compute_drift(lab.store, merged.id, record=False)
+    report = compute_drift(lab.store, merged.id, record=False).report
     assert {item.drift_class for item in report.items} == {DriftClass.UNCHANGED}, report.summary()

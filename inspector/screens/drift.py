@@ -48,6 +48,8 @@ ITEM_COLUMNS = (
 RUN_COLUMNS = (
     Column("run", "run", 18, min_width=12),
     Column("at", "at (UTC)", 20),
+    Column("checked", "last checked (UTC)", 20, short="checked", drop=2),
+    Column("checks", "checks", 6, drop=3),
     Column("index", "index", 18, min_width=12, drop=1),
     Column("summary", "summary", 40, min_width=20, flex=1),
 )
@@ -133,7 +135,9 @@ class DriftScreen(InspectorScreen):
         table = self.query_one("#runs-table", DataTable)
         table.clear()
         for run in reversed(message.runs):
-            table.add_row(run.id, when_stored(run.created_at), run.index_version, run.summary, key=run.id)
+            table.add_row(run.id, when_stored(run.created_at),
+                          when_stored(run.last_checked_at) if run.last_checked_at else "-",
+                          str(run.checks), run.index_version, run.summary, key=run.id)
         if self.running:
             return  # the run under way will show its own result
         if message.latest is not None and self.report is None:

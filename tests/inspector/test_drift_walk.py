@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from textual.widgets import DataTable
 
+from scopelens.core.clock import SequentialIds, SteppingClock
 from scopelens.core.readmodel import ReadModel
 from scopelens.core.vocab import DriftClass
 from scopelens.inspector.screens.drift import DiffPane, DriftScreen, SessionDriftScreen
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
-from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
+from tests.inspector.conftest import DRIFT_CLOCK_START, build_app, first_snapshot_of, open_screen, settle
 
 SESSION = "s-auth-role-mock-0001"
 
@@ -33,6 +36,10 @@ async def test_d_runs_drift_and_shows_the_result_at_80x24(sample_store):
         screen = app.screen
         assert isinstance(screen, DriftScreen)
         assert screen.report is not None and recorded_runs(sample_store) == 1
+        await pilot.press("r")  # the same result again: a confirmation, not a second run
+        await settle(pilot)
+        assert recorded_runs(sample_store) == 1
+        assert "unchanged" in str(screen.query_one("#drift-status").render())
         table = screen.query_one("#drift-table", DataTable)
         frozen = [item.frozen_rank for item in screen.report.items if item.frozen_rank]
         assert frozen == sorted(frozen)  # rows keep the frozen order
@@ -50,16 +57,18 @@ async def test_d_runs_drift_and_shows_the_result_at_80x24(sample_store):
 
 
 async def test_a_past_run_opens_on_enter(sample_store):
+    snapshot_id = first_snapshot_of(sample_store)
+    later = ReadModel(str(sample_store), clock=SteppingClock(DRIFT_CLOCK_START + timedelta(days=30)), ids=SequentialIds("later"))
+    try:
+        first_run = later.compute_drift(snapshot_id).report.id  # a run dated after the app's clock
+    finally:
+        later.close()
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
-        snapshot_id = first_snapshot_of(sample_store)
         await open_screen(pilot, DriftScreen(snapshot_id, run=True))
         screen = app.screen
         assert isinstance(screen, DriftScreen) and screen.report is not None
-        first_run = screen.report.id
-        await pilot.press("r")
-        await settle(pilot)
-        assert screen.report.id != first_run
+        assert screen.report.id != first_run  # a new run: the last one is dated after it
         runs = screen.query_one("#runs-table", DataTable)
         runs.focus()
         runs.move_cursor(row=runs.get_row_index(first_run))

@@ -13,6 +13,7 @@ per session on demand and cached in this object, so the first screen never re-ha
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -25,6 +26,7 @@ from scopelens.core.audit.drift import DriftOutcome as DriftOutcome
 from scopelens.core.audit.drift import DriftRecorded as DriftRecorded
 from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
 from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run
+from scopelens.core.audit.replay import context_hash_of
 from scopelens.core.audit.whynot import QUERY_KINDS as QUERY_KINDS
 from scopelens.core.audit.whynot import QueryKind as QueryKind
 from scopelens.core.audit.whynot import WhyNotAnswer as WhyNotAnswer
@@ -107,7 +109,14 @@ class EventView:
     text: str
     snapshot_ids: tuple[str, ...] = ()
     cited_ids: tuple[str, ...] = ()
+    unsupported_ids: tuple[str, ...] = ()
+    """Cited ids that no snapshot of the event's turn showed the model (a reply's ✗)."""
     context_hash: str | None = None
+    context_ok: bool | None = None
+    """A request's context hash re-derived from the blocks of the snapshots it names (None:
+    not a request, or it names none)."""
+    command: str = ""
+    """A tool event's full call: the tool, its arguments and, when finished, its exit code."""
     tool_output: str = ""
 
 
@@ -298,9 +307,35 @@ class ReadModel:
 
     def timeline(self, session_id: str) -> tuple[TurnView, ...]:
         events = self.store.events(session_id)
+        snapshots_of: dict[int, list[str]] = {}
+        for event in events:
+            if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED and "snapshot_id" in event.payload:
+                snapshots_of.setdefault(event.turn, []).append(str(event.payload["snapshot_id"]))
+        documents: dict[str, AuditSnapshot] = {}
+
+        def document(snapshot_id: str) -> AuditSnapshot:
+            """Snapshot documents, read only for turns whose replies cite or requests name them."""
+            if snapshot_id not in documents:
+                documents[snapshot_id] = self.store.get_snapshot(snapshot_id).snapshot
+            return documents[snapshot_id]
+
+        def shown_in(turn: int) -> set[str]:
+            return {item.citation_id for i in snapshots_of.get(turn, ()) for item in document(i).selected}
+
+        def context_ok(payload: dict[str, Any]) -> bool | None:
+            ids = list(payload.get("snapshot_ids", ()))
+            if not ids or "context_hash" not in payload:
+                return None
+            try:
+                blocks = [self.store.get_blob(document(i).projection.block_ref).decode("utf-8") for i in ids]
+            except (UnknownIdError, UnicodeDecodeError):
+                return False
+            return bool(context_hash_of(blocks) == payload["context_hash"])
+
         turns: dict[int, list[EventView]] = {}
         for event in events:
             payload = event.payload
+            cited = tuple(payload.get("cited_ids", ()))
             turns.setdefault(event.turn, []).append(
                 EventView(
                     seq=event.seq,
@@ -311,8 +346,11 @@ class ReadModel:
                     text=str(payload.get("text", "")),
                     snapshot_ids=tuple(payload.get("snapshot_ids", ()))
                     or ((payload["snapshot_id"],) if "snapshot_id" in payload else ()),
-                    cited_ids=tuple(payload.get("cited_ids", ())),
+                    cited_ids=cited,
+                    unsupported_ids=tuple(c for c in cited if c not in shown_in(event.turn)) if cited else (),
                     context_hash=payload.get("context_hash"),
+                    context_ok=context_ok(payload) if event.type == EventType.MODEL_REQUEST else None,
+                    command=_tool_call(payload) if "tool" in payload else "",
                     tool_output=str(payload.get("output_preview", "")),
                 )
             )
@@ -476,7 +514,12 @@ class ReadModel:
         return why_not(self.store, snapshot_id, kind, value)
 
     def snapshot_ids(self, session_id: str) -> tuple[str, ...]:
-        return tuple(i for turn in self.timeline(session_id) for i in turn.snapshot_ids)
+        """The session's snapshots in the order they were recorded (turn order)."""
+        return tuple(
+            str(event.payload["snapshot_id"])
+            for event in self.store.events(session_id)
+            if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED and "snapshot_id" in event.payload
+        )
 
 
 _SESSION_VIEW_COLUMNS = (
@@ -485,6 +528,13 @@ _SESSION_VIEW_COLUMNS = (
     col(SessionHeadRow.snapshot_count), col(SessionHeadRow.head_hash),
 )
 """What a SessionView needs, selected as columns: no ORM objects are built for a list page."""
+
+
+def _tool_call(payload: dict[str, Any]) -> str:
+    """A tool event's call in full: ``tool`` then its arguments as JSON, and the exit code."""
+    arguments = payload.get("arguments") or {}
+    call = str(payload["tool"]) + (" " + json.dumps(arguments, ensure_ascii=False, sort_keys=True) if arguments else "")
+    return call + (f"  → exit {payload['exit_code']}" if "exit_code" in payload else "")
 
 
 def _session_view(row: Any) -> SessionView:

@@ -32,13 +32,14 @@ OK = Text("✓", style="green")
 BAD = Text("✗", style="bold red")
 TABS = ("scope", "plan", "funnel", "candidates", "evidence", "citations", "request")
 CANDIDATE_PAGE = 200
-TAB_ACTIONS = {
+TAB_ACTIONS: dict[str, str | tuple[str, ...]] = {
     "jump": "citations",
     "load_more": "candidates",
     "cycle_sort": "candidates",
     "reverse_sort": "candidates",
     "focus_filter": "candidates",
     "toggle_trimmed": "evidence",
+    "go_to_reply": ("evidence", "citations"),
 }
 """Actions that act on one tab's table: offered (and in the footer) only while it is shown."""
 PLAN_COLUMNS = (
@@ -106,10 +107,12 @@ class SnapshotScreen(InspectorScreen):
             self.append = append
             self.generation = generation
 
-    def __init__(self, snapshot_id: str, tab: str = "evidence") -> None:
+    def __init__(self, snapshot_id: str, tab: str = "evidence", *, citation: tuple[str, str] | None = None) -> None:
+        """``citation``: (reply ref, cited id) to put the Citations cursor on once loaded."""
         super().__init__()
         self.snapshot_id = snapshot_id
         self.initial_tab = tab
+        self.focus_citation = citation
         self.view: SnapshotView | None = None
         self.session_snapshots: tuple[str, ...] = ()
         """Every snapshot of this one's session, in turn order (n/p walk them)."""
@@ -216,6 +219,10 @@ class SnapshotScreen(InspectorScreen):
             return when(value) if value is not None else "-"
 
         fields = [
+            # The pins first: at 80×24 they are above the fold.
+            ("pins", f"engine {pins.engine_version} · index {pins.index_version} · git {short(pins.git_commit)}"
+                     + (" (dirty)" if pins.git_dirty else "")),
+            ("", f"config {short(pins.config_hash, 16)} · policy {short(pins.policy_hash, 16)}"),
             ("project", scope.project),
             ("branch", scope.branch or "-"),
             ("workspace", scope.workspace_root or "-"),
@@ -233,12 +240,6 @@ class SnapshotScreen(InspectorScreen):
                          f"{', '.join(a.value for a in ep.accepted_authority)} · max unverified {ep.max_unverified_items}"),
             ("budget", f"{budget.max_tokens} tokens · {budget.max_items} items · per source: "
                        + (", ".join(f"{k.value} {v}" for k, v in budget.per_source.items()) or "-")),
-            ("", ""),
-            ("engine", pins.engine_version),
-            ("config hash", short(pins.config_hash, 16)),
-            ("policy hash", short(pins.policy_hash, 16)),
-            ("index version", pins.index_version),
-            ("git", short(pins.git_commit) + (" (dirty)" if pins.git_dirty else "")),
         ]
         # A grid keeps wrapped values under their column instead of under the labels.
         grid = RichTable.grid(padding=(0, 2))
@@ -326,8 +327,12 @@ class SnapshotScreen(InspectorScreen):
             table.add_row(citation_id, BAD, "-", "(not in this snapshot)", ref, key=f"dangling:{ref}:{citation_id}")
         note = f"{len(view.items)} citations in the block"
         note += f" · {len(dangling)} cited but not shown ✗" if dangling else ""
-        note += " · j: jump to the item"
+        note += " · j: jump to the item · g: go to the citing reply"
         self.query_one("#citation-note", Static).update(note)
+        if self.focus_citation is not None:
+            ref, citation_id = self.focus_citation
+            key = citation_id if citation_id in known else f"dangling:{ref}:{citation_id}"
+            table.move_cursor(row=table.get_row_index(key), animate=False)
 
     @on(CandidatesLoaded)
     @shows_problems
@@ -376,21 +381,26 @@ class SnapshotScreen(InspectorScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A key acts only on what is visible: the tab's own actions exist only on that tab."""
-        tab = TAB_ACTIONS.get(action)
-        if tab is None:
+        tabs = TAB_ACTIONS.get(action)
+        if tabs is None:
             return True
         try:
-            return self.query_one(TabbedContent).active == tab
+            active = self.query_one(TabbedContent).active
         except NoMatches:  # not composed yet
             return False
+        return active in ((tabs,) if isinstance(tabs, str) else tabs)
 
     @on(TabbedContent.TabActivated)
     def tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Keys act on the tab a person is looking at: focus its table, or, on a tab without
-        one, the tab strip (focus left on the hidden pane's widget would pull its tab back)."""
-        tables = event.pane.query(DataTable) if event.pane is not None else None
+        """Keys act on the tab a person is looking at: focus its table, else its scrolling text,
+        else the tab strip (focus left on the hidden pane's widget would pull its tab back)."""
+        pane = event.pane
+        tables = pane.query(DataTable) if pane is not None else None
+        scrolls = pane.query(VerticalScroll) if pane is not None else None
         if tables:
             tables.first().focus()
+        elif scrolls:
+            scrolls.first().focus()  # arrows and page keys scroll it at once, no Tab needed
         else:
             event.tabbed_content.query_one(Tabs).focus()
         self.refresh_bindings()
@@ -433,6 +443,32 @@ class SnapshotScreen(InspectorScreen):
             self.notify("That citation was not shown to the model in this snapshot.", severity="warning")
             return
         self.jump_to(key)
+
+    def action_go_to_reply(self) -> None:
+        """To the reply citing the highlighted item (Evidence) or citation (Citations), in the
+        timeline: the one below this screen when it shows this session, else a new one."""
+        refs: tuple[str, ...] = ()
+        if self.query_one(TabbedContent).active == "citations":
+            key = self.query_one("#citation-table", FittedTable).cursor_key()
+            if key is not None and key.startswith("dangling:"):
+                refs = (key.split(":")[1],)
+            elif key is not None and self.view is not None:
+                refs = next((i.cited_by for i in self.view.items if i.citation_id == key), ())
+        else:
+            item = self._current_item()
+            refs = item.cited_by if item is not None else ()
+        if not refs:
+            self.notify("No reply cites this item.", timeout=3)
+            return
+        session_id, _, seq = refs[0].rpartition("#")
+        from scopelens.inspector.screens.timeline import TimelineScreen
+
+        below = self.app.screen_stack[-2] if len(self.app.screen_stack) > 2 else None
+        if isinstance(below, TimelineScreen) and below.session_id == session_id:
+            below.move_to_event(int(seq))
+            self.app.pop_screen()
+        else:
+            self.app.push_screen(TimelineScreen(session_id, seq=int(seq)))
 
     def jump_to(self, citation_id: str) -> None:
         self.action_show_tab("evidence")

@@ -26,10 +26,20 @@ ICONS = {
     EventType.TOOL_FINISHED: "⚙",
     EventType.RETRIEVAL_SNAPSHOT_CREATED: "▣",
 }
+LABELS = {
+    EventType.SESSION_STARTED: "session",
+    EventType.USER_MESSAGE: "user",
+    EventType.MODEL_REQUEST: "request",
+    EventType.MODEL_RESPONSE: "reply",
+    EventType.TOOL_STARTED: "tool run",
+    EventType.TOOL_FINISHED: "tool done",
+    EventType.RETRIEVAL_SNAPSHOT_CREATED: "snapshot",
+}
+"""Short names for the event column; the detail pane gives the full event type."""
 COLUMNS = (
     Column("turn", "turn", 4),
     Column("seq", "#", 4),
-    Column("type", "event", 28, min_width=16),
+    Column("type", "event", 11),
     Column("summary", "summary", 40, min_width=12, flex=1),
 )
 OUTPUT_CHARS = 600
@@ -53,9 +63,11 @@ class TimelineScreen(InspectorScreen):
             self.turns = turns
             self.status = status
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, *, seq: int | None = None) -> None:
+        """``seq``: the event to put the cursor on once loaded (a reply a citation points to)."""
         super().__init__()
         self.session_id = session_id
+        self.focus_seq = seq
         self.turns: tuple[TurnView, ...] = ()
         self.rows: list[tuple[int, int]] = []  # (turn, seq) per table row
 
@@ -94,7 +106,7 @@ class TimelineScreen(InspectorScreen):
         self.rows = []
         for turn in self.turns:
             for event in turn.events:
-                table.add_row(str(turn.turn), str(event.seq), f"{ICONS[event.type]} {event.type.value}",
+                table.add_row(str(turn.turn), str(event.seq), f"{ICONS[event.type]} {LABELS[event.type]}",
                               event.summary, key=f"{event.seq}")
                 self.rows.append((turn.turn, event.seq))
         problems = listing(message.status.problems, 2, "; ")
@@ -102,7 +114,16 @@ class TimelineScreen(InspectorScreen):
             f"{turn_count(t.turn for t in self.turns)} turns · {len(self.rows)} events · verify {message.status.state}"
             + (f": {problems}" if problems else "")
         )
+        if self.focus_seq is not None:
+            self.move_to_event(self.focus_seq)
         self._show_detail()
+
+    def move_to_event(self, seq: int) -> None:
+        """Put the cursor on event ``seq`` (a no-op for a seq this session does not have)."""
+        self.focus_seq = seq
+        index = next((i for i, (_turn, s) in enumerate(self.rows) if s == seq), None)
+        if index is not None:
+            self.query_one(DataTable).move_cursor(row=index, animate=False)
 
     def _event_at_cursor(self) -> EventView | None:
         table = self.query_one(DataTable)
@@ -118,6 +139,14 @@ class TimelineScreen(InspectorScreen):
     @on(DataTable.RowHighlighted, "#events")
     def highlighted(self) -> None:
         self._show_detail()
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """j (to the cited items) is offered only on an event that cites something."""
+        if action == "jump_to_citations":
+            event = self._event_at_cursor() if self.is_mounted else None
+            return event is not None and bool(event.cited_ids)
+        return True
 
     def _show_detail(self) -> None:
         event = self._event_at_cursor()
@@ -130,10 +159,16 @@ class TimelineScreen(InspectorScreen):
             lines += [event.text, ""]
         if event.snapshot_ids:
             lines.append("snapshots: " + ", ".join(event.snapshot_ids) + "  (enter opens)")
+        if event.command:
+            lines.append(f"call: {event.command}")
         if event.context_hash:
-            lines.append(f"context hash: {short(event.context_hash, 16)}")
+            mark = {True: "✓ matches its blocks", False: "✗ does not match its blocks", None: ""}[event.context_ok]
+            lines.append(f"context hash: {short(event.context_hash, 16)} {mark}".rstrip())
         if event.cited_ids:
-            lines.append("cites: " + ", ".join(event.cited_ids))
+            marks = ", ".join(f"{c} {'✗' if c in event.unsupported_ids else '✓'}" for c in event.cited_ids)
+            lines.append(f"cites: {marks}  (j jumps to them)")
+            if event.unsupported_ids:
+                lines.append(f"✗ not shown to the model in this turn: {', '.join(event.unsupported_ids)}")
         if event.tool_output:
             lines += ["output:", clip(event.tool_output, OUTPUT_CHARS, one_line=False)]
         detail.update("\n".join(lines))
@@ -172,6 +207,21 @@ class TimelineScreen(InspectorScreen):
         from scopelens.inspector.screens.snapshot import SnapshotScreen
 
         self.app.push_screen(SnapshotScreen(snapshot_ids[0]))
+
+    def action_jump_to_citations(self) -> None:
+        """From a reply to the items it cites: the turn's snapshot, Citations tab, first cited id."""
+        event = self._event_at_cursor()
+        if event is None or not event.cited_ids:
+            self.notify("This event cites nothing: pick a model response that cites items.", timeout=3)
+            return
+        snapshot_ids = next((t.snapshot_ids for t in self.turns if t.turn == event.turn and t.snapshot_ids), ())
+        if not snapshot_ids:
+            self.notify("No snapshot in this turn: every citation of this reply is unsupported.", severity="warning")
+            return
+        from scopelens.inspector.screens.snapshot import SnapshotScreen
+
+        self.app.push_screen(SnapshotScreen(snapshot_ids[0], tab="citations",
+                                            citation=(f"{self.session_id}#{event.seq}", event.cited_ids[0])))
 
     def action_session_drift(self) -> None:
         from scopelens.inspector.screens.drift import SessionDriftScreen

@@ -98,7 +98,8 @@ class EvidenceText(VerticalScroll):
             header_lines.append(f"[$warning]trimmed: {ranges}[/] · {hint}")
         if item.redaction_count:
             header_lines.append(f"[$warning]{item.redaction_count} secret(s) redacted at ingest[/]")
-        header_lines.append("cited by: " + (", ".join(item.cited_by) or "no reply cited it"))
+        cited = ", ".join(item.cited_by) + " (g goes to it)" if item.cited_by else "no reply cited it"
+        header_lines.append(f"cited by: {escape(cited)}")
         header.update("\n".join(header_lines))
         body.update(self._body(item, revealed))
         body.border_title = "what the model saw" + (f" · lines {item.lines}" if item.lines else "")

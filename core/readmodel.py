@@ -28,8 +28,12 @@ from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
 from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run
 from scopelens.core.audit.replay import context_hash_of
 from scopelens.core.audit.whynot import QUERY_KINDS as QUERY_KINDS
+from scopelens.core.audit.whynot import InputKind as InputKind
 from scopelens.core.audit.whynot import QueryKind as QueryKind
 from scopelens.core.audit.whynot import WhyNotAnswer as WhyNotAnswer
+from scopelens.core.audit.whynot import WhyNotMatch as WhyNotMatch
+from scopelens.core.audit.whynot import detect_kind as detect_kind
+from scopelens.core.audit.whynot import query_kind as query_kind
 from scopelens.core.audit.whynot import why_not
 from scopelens.core.clock import Clock, IdSource
 from scopelens.core.contracts import (

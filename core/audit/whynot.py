@@ -17,7 +17,14 @@ several chunks is answered per chunk, so a chunk dropped at ``over-budget`` is n
 behind one dropped at ``below-cutoff``. Rows the pipeline recorded come before the scope
 probe's; for a symbol, the item that *is* the symbol comes before one that defines it, and
 that before one that only mentions it. ``--path`` also takes any ``source_ref`` a screen
-shows (``src/x.py:1-5``, ``main:src/x.py:1-5``, ``memory:mem-1``, ``s-1#4``).
+shows (``src/x.py:1-5``, ``main:src/x.py:1-5``, ``memory:mem-1``, ``s-1#4``) and the citation id
+of a shown item (``code#2``). Each match names the candidate row it is (``ordinal``), so a screen
+can open that row. When no recorded row matches, every chunk of the index that does is a match
+too: ``not-recalled`` (the best chunk first, with its would-be rank) or ``out-of-scope`` on
+another branch or root of the project; what lies only in other projects is never named.
+
+``detect_kind`` says what a typed value most likely is (a source_ref, a path, a symbol or
+text), for a form that asks without making a person choose.
 
 Why-not reads the snapshot, the session's events and the versioned index as it was at the
 snapshot's ``as_of`` (its creation time when it had none); it never changes anything. A row
@@ -38,6 +45,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
+from pathlib import PurePosixPath
 from typing import Literal
 
 from sqlalchemy import func, or_
@@ -51,16 +59,18 @@ from scopelens.core.contracts import (
     MemoryRecord,
     RejectedItem,
     SnapshotItem,
+    SubQuery,
     TrimRange,
 )
 from scopelens.core.errors import InvalidInputError
+from scopelens.core.index.chunker import language_of
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import Scorer
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import all_current_memories
 from scopelens.core.pathmatch import normalise_prefix, under_prefix
-from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
+from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX, OTHER_PROJECTS_REF
 from scopelens.core.pipeline.recall import (
     CHUNKS_PER_FILE,
     DOC_FILES_KEPT,
@@ -78,6 +88,8 @@ from scopelens.core.vocab import WORKSPACE_SOURCES, EventType, Source, Stage
 
 QueryKind = Literal["path", "symbol", "text"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("path", "symbol", "text")
+InputKind = Literal["source_ref", "path", "symbol", "text"]
+"""What a typed value is: a source_ref (or candidate or citation id) is asked as a path."""
 
 INDEX_LOOKUP_LIMIT = 500
 """Matching chunks read from the index for one question (ordered by path and line)."""
@@ -108,13 +120,17 @@ class SubQueryRun(Contract):
 
 
 class WhyNotMatch(Contract):
-    """One recorded row that matches the question: a chunk, an item, a memory, an event."""
+    """One row that matches the question: a chunk, an item, a memory, an event; recorded by
+    the snapshot, or (when none is) a chunk of the index no sub-query returned."""
 
     stage: Stage
     source_ref: str
     citation_id: str | None = None
     reason: str
     from_probe: bool = False
+    ordinal: int | None = None
+    """The snapshot's candidate row it is (selected items, then rejections, from 0, as the store
+    pages them; the inspector's Candidates tab numbers them from 1); None for a chunk no row records."""
 
 
 class WhyNotAnswer(Contract):
@@ -133,7 +149,8 @@ class WhyNotAnswer(Contract):
     best_chunk: str | None = None
     missing_terms: tuple[str, ...] = ()
     matches: tuple[WhyNotMatch, ...] = ()
-    """Every recorded row that matched, best stage first (the answer is the first)."""
+    """Every row that matched, best stage first (the answer is the first); when no recorded
+    row matches, every chunk of the index that does (none that only other projects hold)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +159,8 @@ class _Row:
 
     stage: Stage
     strength: int
+    ordinal: int
+    """The row's place among the snapshot's candidate rows (selected, then rejected)."""
     item: SnapshotItem | None = None
     rejection: RejectedItem | None = None
     trim: TrimRange | None = None
@@ -159,9 +178,11 @@ def _strip_branch(value: str, snapshot: AuditSnapshot) -> str:
     return value[len(branch) + 1 :] if branch and value.startswith(branch + ":") else value
 
 
-def _path_matches(value: str, path: str | None, source_ref: str, candidate_id: str) -> bool:
-    """A path (or folder) prefix, or the exact source_ref or candidate id a screen shows."""
-    if value in (source_ref, candidate_id):
+def _path_matches(
+    value: str, path: str | None, source_ref: str, candidate_id: str, citation_id: str | None = None
+) -> bool:
+    """A path (or folder) prefix, or the exact source_ref, candidate id or citation id a screen shows."""
+    if value in (source_ref, candidate_id, citation_id):
         return True
     return path is not None and under_prefix(path, value)
 
@@ -188,6 +209,46 @@ def _text_matches(value: str, text: str | None) -> bool:
 
 
 _LINE_RANGE = re.compile(r":\d+-\d+$")
+_SOURCE_REF = re.compile(
+    r"""(?:[^\s:]+:)?[^\s:]+:\d+-\d+   # src/x.py:1-5, or main:src/x.py:1-5 as a block shows it
+    | memory:\S+                      # memory:mem-1
+    | chunk:\d+                       # a candidate id
+    | [\w.-]+\#\d+                    # an event (s-1#4), or a shown item's citation id (code#2)""",
+    re.VERBOSE,
+)
+_SYMBOL = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+_FILE_SUFFIXES = frozenset({
+    ".toml", ".yaml", ".yml", ".ini", ".cfg", ".conf", ".env", ".txt", ".rst", ".lock", ".mod", ".sum", ".sh",
+    ".sql", ".html", ".xml", ".csv", ".rb", ".lua", ".proto", ".tcss", ".gradle", ".tf",
+})
+"""Suffixes of files the chunker reads as text, beside those it has a language for."""
+_BARE_FILE_NAMES = frozenset({"Makefile", "Dockerfile", "LICENSE", "README", "Procfile", "Gemfile", "Rakefile"})
+
+
+def detect_kind(value: str) -> InputKind:
+    """What ``value`` most likely names, by its shape alone (no store is read).
+
+    A source_ref a screen shows (or a candidate or citation id) is ``source_ref``; something
+    with a slash, a file suffix or a dotfile's dot is a ``path``; an identifier, dotted or not
+    (``createUserMock``, ``DataTable.move_cursor``), is a ``symbol``; anything else, a phrase
+    most of all, is ``text``. ``README.md`` is a path and ``invoice.total`` a symbol: a dotted
+    name is a path only when its last part is a file suffix.
+    """
+    value = value.strip()
+    if value == OTHER_PROJECTS_REF or _SOURCE_REF.fullmatch(value):
+        return "source_ref"
+    if not value or any(c.isspace() for c in value):
+        return "text"
+    if "/" in value or "\\" in value or value in _BARE_FILE_NAMES:
+        return "path"
+    if value.startswith(".") or language_of(value) != "text" or PurePosixPath(value).suffix.lower() in _FILE_SUFFIXES:
+        return "path"
+    return "symbol" if _SYMBOL.fullmatch(value) else "text"
+
+
+def query_kind(kind: InputKind) -> QueryKind:
+    """How a detected kind is asked: a source_ref is looked up as a path."""
+    return "path" if kind == "source_ref" else kind
 
 
 def why_not(store: Store, snapshot_id: str, kind: QueryKind, value: str) -> WhyNotAnswer:
@@ -291,21 +352,21 @@ def _recorded_rows(
 ) -> list[_Row]:
     """Every recorded row that matches; ``chunks`` holds the chunks the rows name."""
     rows: list[_Row] = []
-    for item in snapshot.selected:
+    for ordinal, item in enumerate(snapshot.selected):
         indexed: str | None = None
         if kind == "path":
-            strength = 0 if _path_matches(value, item.path, item.source_ref, item.candidate_id) else -1
+            strength = 0 if _path_matches(value, item.path, item.source_ref, item.candidate_id, item.citation_id) else -1
         elif kind == "symbol":
             strength, indexed = _symbol_row_strength(value, item, item.visible_text, chunks)
         else:
             strength = 0 if _text_matches(value, item.visible_text) else -1
         if strength >= 0:
-            rows.append(_Row(stage=Stage.SELECTED, strength=strength, item=item, indexed_symbol=indexed))
+            rows.append(_Row(stage=Stage.SELECTED, strength=strength, ordinal=ordinal, item=item, indexed_symbol=indexed))
     if kind != "path":
         rows += _trimmed_rows(snapshot, kind, value, {id(r.item) for r in rows}, chunks)
     # The rejected rows' own chunks, whatever their time: a stale row is about a version that
     # was not live at the snapshot's as_of, and is still the answer for its text.
-    for rejected in snapshot.rejected:
+    for ordinal, rejected in enumerate(snapshot.rejected, start=len(snapshot.selected)):
         if rejected.candidate_id.startswith(OTHER_PROJECTS_PREFIX):
             continue
         number = _chunk_number(rejected.candidate_id)
@@ -321,7 +382,8 @@ def _recorded_rows(
             matched = chunk is not None and _text_matches(value, chunk.text)
             strength = 0 if matched or rejected.candidate_id in memory_ids else -1
         if strength >= 0:
-            rows.append(_Row(stage=rejected.stage, strength=strength, rejection=rejected, indexed_symbol=indexed))
+            rows.append(_Row(stage=rejected.stage, strength=strength, ordinal=ordinal, rejection=rejected,
+                             indexed_symbol=indexed))
     return rows
 
 
@@ -330,7 +392,7 @@ def _trimmed_rows(
 ) -> list[_Row]:
     """Items whose *trimmed* part held the text (and whose visible part did not)."""
     rows = []
-    for item in snapshot.selected:
+    for ordinal, item in enumerate(snapshot.selected):
         number = _chunk_number(item.candidate_id)
         if not item.trim_ranges or number is None or id(item) in shown:
             continue
@@ -342,7 +404,7 @@ def _trimmed_rows(
             if (kind == "text" and _text_matches(value, removed)) or (
                 kind == "symbol" and _symbol_strength(value, None, removed) >= 0
             ):
-                rows.append(_Row(stage=Stage.TRIMMED_AWAY, strength=0, item=item, trim=trim))
+                rows.append(_Row(stage=Stage.TRIMMED_AWAY, strength=0, ordinal=ordinal, item=item, trim=trim))
                 break
     return rows
 
@@ -373,19 +435,20 @@ def _match(replies: _Replies, row: _Row) -> WhyNotMatch:
     if row.item is not None and row.stage == Stage.TRIMMED_AWAY and row.trim is not None:
         return WhyNotMatch(
             stage=Stage.TRIMMED_AWAY, source_ref=row.item.source_ref, citation_id=row.item.citation_id,
-            reason=f"lines {row.trim.start_line}-{row.trim.end_line} were trimmed to fit the budget",
+            reason=f"lines {row.trim.start_line}-{row.trim.end_line} were trimmed to fit the budget", ordinal=row.ordinal,
         )
     if row.item is not None:
         cited_by = replies.citing(row.item.citation_id)
         stage = Stage.CITED if cited_by else Stage.SELECTED
         reason = f"cited by event {', '.join(cited_by)}" if cited_by else "shown to the model"
         return WhyNotMatch(
-            stage=stage, source_ref=row.item.source_ref, citation_id=row.item.citation_id, reason=reason + note
+            stage=stage, source_ref=row.item.source_ref, citation_id=row.item.citation_id, reason=reason + note,
+            ordinal=row.ordinal,
         )
     assert row.rejection is not None
     return WhyNotMatch(
         stage=row.rejection.stage, source_ref=row.rejection.source_ref, reason=row.rejection.reason + note,
-        from_probe=row.rejection.from_probe,
+        from_probe=row.rejection.from_probe, ordinal=row.ordinal,
     )
 
 
@@ -490,8 +553,13 @@ def _outside_the_scope(snapshot: AuditSnapshot, known: list[ChunkRecord], base: 
     """It exists in the snapshot's project, but only on other branches or roots."""
     places = sorted({f"branch {c.branch or '-'} at {c.root}" for c in known})
     first = known[0]
+    matches = tuple(
+        WhyNotMatch(stage=Stage.OUT_OF_SCOPE, source_ref=c.source_ref,
+                    reason=f"only on branch {c.branch or '-'} at {c.root}, outside the snapshot's scope")
+        for c in known
+    )
     return WhyNotAnswer(
-        **base, stage=Stage.OUT_OF_SCOPE, best_chunk=first.source_ref,
+        **base, stage=Stage.OUT_OF_SCOPE, best_chunk=first.source_ref, matches=matches,
         summary=(
             f"out-of-scope: {base['kind']} {base['value']!r} is in project {snapshot.scope.project} only on "
             f"{listing(places, 3, '; ')}; the snapshot read{_branch_text(snapshot) or ' no branch'}"
@@ -505,22 +573,32 @@ def _branch_text(snapshot: AuditSnapshot) -> str:
 
 
 def _would_be_ranks(
-    store: Store, snapshot: AuditSnapshot, chunk: ChunkRecord
-) -> dict[str, tuple[int | None, int | None, bool]]:
+    store: Store, snapshot: AuditSnapshot, chunk: ChunkRecord, others: list[ChunkRecord]
+) -> tuple[dict[str, tuple[int | None, int | None, bool]], dict[int, tuple[int, SubQuery]]]:
     """The chunk's rank under each sub-query of the frozen plan, at the snapshot's time, and
     (when within ``top_k``) its file's rank as recall aggregates chunks to files, and whether
-    its file was a doc past the docs a recall keeps."""
+    its file was a doc past the docs a recall keeps. Beside it, each of ``others``' best rank
+    and the sub-query it has it under (the same searches: none is run for them alone, unless
+    their source is one the chunk's is not)."""
     scorer = Scorer(store)
     window = time_window(snapshot.scope, _moment(snapshot))
     ranks: dict[str, tuple[int | None, int | None, bool]] = {}
+    best_of: dict[int, tuple[int, SubQuery]] = {}
+    wanted = {c.chunk_id for c in others}
+    wanted_sources = {chunk.source} | {c.source for c in others}
     try:
         for query in snapshot.plan.sub_queries:
             sources = frozenset(s for s in query.sources if s in WORKSPACE_SOURCES and snapshot.scope.admits_source(s))
-            if chunk.source not in sources or not query.terms:
-                ranks[query.id] = (None, None, False)
+            ranks[query.id] = (None, None, False)
+            if not wanted_sources & sources or not query.terms:
                 continue
             flt = workspace_filter(snapshot.scope, sources, window, as_of_given=True)
             hits = scorer.search([(t.term, t.weight) for t in query.terms], flt, top_k=RANK_SEARCH_LIMIT, with_places=True)
+            for n, hit in enumerate(hits, start=1):
+                if hit.chunk_id in wanted and (hit.chunk_id not in best_of or n < best_of[hit.chunk_id][0]):
+                    best_of[hit.chunk_id] = (n, query)
+            if chunk.source not in sources:
+                continue
             rank = next((n for n, hit in enumerate(hits, start=1) if hit.chunk_id == chunk.chunk_id), None)
             file_rank = None
             doc_cut = False
@@ -534,7 +612,18 @@ def _would_be_ranks(
             ranks[query.id] = (rank, file_rank, doc_cut)
     finally:
         scorer.close()
-    return ranks
+    return ranks, best_of
+
+
+def _unrecalled_reason(placed: tuple[int, SubQuery] | None) -> str:
+    """Why a chunk other than the best one was not recalled: where it would have ranked."""
+    if placed is None:
+        return f"no sub-query returned it, nor ranks it in its first {RANK_SEARCH_LIMIT}"
+    rank, query = placed
+    if rank <= query.top_k:
+        return (f"no sub-query returned it; it would rank {rank} of top {query.top_k} under {query.id}, "
+                "but recall keeps a few chunks of the best files")
+    return f"no sub-query returned it; its best would-be rank is {rank} under {query.id} (top {query.top_k})"
 
 
 def _with_ranks(run: SubQueryRun, rank: int | None, file_rank: int | None, docs_cut: bool) -> SubQueryRun:
@@ -559,6 +648,7 @@ def _placed(run: SubQueryRun) -> str:
 
 
 def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
+    """No recorded row matches: the chunks of the index that do, best first, with their ranks."""
     runs = tuple(
         SubQueryRun(id=q.id, intent=q.intent.value, top_k=q.top_k, query_text=q.query_text)
         for q in snapshot.plan.sub_queries
@@ -582,12 +672,22 @@ def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkR
     best = max(in_project, key=lambda c: (sum(w for t, w in weights.items() if t in tokens_of(c)), -c.chunk_id))
     tokens = tokens_of(best)
     missing = tuple(t for t, _w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])) if t not in tokens)
-    ranks = _would_be_ranks(store, snapshot, best)
+    others = [c for c in in_project if c.chunk_id != best.chunk_id]
+    if base["kind"] == "symbol":  # the chunks that are the symbol before those that mention it (a stable sort)
+        others.sort(key=lambda c: -_symbol_strength(base["value"], c.symbol, c.text))
+    ranks, best_of = _would_be_ranks(store, snapshot, best, others)
     runs = tuple(_with_ranks(run, *ranks.get(run.id, (None, None, False))) for run in runs)
-    placed = [_placed(run) for run in runs]
+    placed = "; ".join(_placed(run) for run in runs) or "no sub-query ran"
     shown = listing(missing, 8) or "none"
+    matches = (
+        WhyNotMatch(stage=Stage.NOT_RECALLED, source_ref=best.source_ref,
+                    reason=f"no sub-query returned it; the best chunk would rank: {placed}"),
+        *(WhyNotMatch(stage=Stage.NOT_RECALLED, source_ref=c.source_ref, reason=_unrecalled_reason(best_of.get(c.chunk_id)))
+          for c in others),
+    )
     return WhyNotAnswer(
         **base, stage=Stage.NOT_RECALLED, sub_queries=runs, best_chunk=best.source_ref, missing_terms=missing,
+        matches=matches,
         summary=(f"not-recalled: no sub-query returned it; its best chunk {best.source_ref} would rank: "
-                 f"{'; '.join(placed) or 'no sub-query ran'}; it lacks the query terms: {shown}"),
+                 f"{placed}; it lacks the query terms: {shown}"),
     )

@@ -206,7 +206,8 @@ def run_why_not(args: argparse.Namespace) -> int:
         for match in answer.matches:
             cited = f" [{match.citation_id}]" if match.citation_id else ""
             probe = " (probe)" if match.from_probe else ""
-            out.print(f"  {match.stage.value:<13} {match.source_ref}{cited}{probe}: {match.reason}", markup=False)
+            row = f" (candidate #{match.ordinal + 1})" if match.ordinal is not None else ""
+            out.print(f"  {match.stage.value:<13} {match.source_ref}{cited}{probe}{row}: {match.reason}", markup=False)
     for query in answer.sub_queries:
         rank = f", would rank {query.would_be_rank}" if query.would_be_rank else ""
         out.print(f"  ran {query.id} ({query.intent}, top {query.top_k}{rank})", markup=False)

@@ -22,6 +22,7 @@ from scopelens.inspector.keymap import load_keymap
 from scopelens.inspector.screens.error import StoreErrorScreen
 from scopelens.inspector.screens.help import HelpScreen
 from scopelens.inspector.screens.sessions import SessionsScreen
+from scopelens.inspector.theme import legible_variables
 
 SYSTEM_COMMANDS_KEPT = {
     "Maximize": "widget: maximize",
@@ -76,6 +77,13 @@ class InspectorApp(App[None]):
             self.push_screen(StoreErrorScreen(str(exc)))
             return
         self.push_screen(SessionsScreen())
+
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's variables and, derived from them, the ``$legible-*`` colours (inspector/theme.py)."""
+        variables = super().get_css_variables()
+        variables.update(legible_variables(variables))
+        self.theme_variables = variables
+        return variables
 
     def on_unmount(self) -> None:
         if self.read_model is not None:

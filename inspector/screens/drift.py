@@ -15,6 +15,7 @@ from scopelens.core.readmodel import DriftItem, DriftOutcome, DriftReport, Drift
 from scopelens.core.vocab import DRIFT_CLASS_MEANINGS, DriftClass
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
+from scopelens.inspector.theme import rich_style
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable
 from scopelens.inspector.widgets.footer import KeysFooter
 
@@ -29,14 +30,24 @@ CLASS_MARK = {
 }
 CLASS_STYLE = {
     DriftClass.UNCHANGED: "",
-    DriftClass.MOVED: "cyan",
-    DriftClass.SHIFTED: "cyan",
-    DriftClass.CONTENT_CHANGED: "bold yellow",
-    DriftClass.RELABELLED: "bold magenta",
-    DriftClass.ADDED: "bold green",
-    DriftClass.REMOVED: "bold red",
+    DriftClass.MOVED: "$legible-primary",
+    DriftClass.SHIFTED: "$legible-primary",
+    DriftClass.CONTENT_CHANGED: "bold $legible-warning",
+    DriftClass.RELABELLED: "bold $legible-secondary",
+    DriftClass.ADDED: "bold $legible-success",
+    DriftClass.REMOVED: "bold $legible-error",
 }
-"""Rich's standard colours: legible on the dark and the light theme alike."""
+"""Theme variables that reach WCAG AA on either theme (inspector/theme.py), not Rich's named
+colours, whose shade is the terminal's palette."""
+DIFF_STYLE = {
+    "file": "bold",
+    "added": "$legible-success",
+    "removed": "$legible-error",
+    "hunk": "$legible-primary",
+    "note": "$text-muted italic",
+}
+"""How ``colored_diff`` draws each kind of line: file headers, added and removed lines, hunk
+headers and notes (``\\ No newline at end of file``)."""
 ITEM_COLUMNS = (
     Column("mark", "", 1),
     Column("class", "class", 15, min_width=9),
@@ -118,9 +129,19 @@ class DriftScreen(InspectorScreen):
     def on_mount(self) -> None:
         self.query_one("#drift-progress").display = False
         self.query_one("#drift-table", DataTable).focus()
+        self.app.theme_changed_signal.subscribe(self, self.theme_changed)
         self.load_runs()
         if self.run_on_open:
             self.action_compute()
+
+    def theme_changed(self, _theme: object) -> None:
+        """Class colours are resolved into the cells: draw them again in the new theme's."""
+        if self.report is not None:
+            table = self.query_one("#drift-table", DataTable)
+            row = table.cursor_row
+            self._fill_items(self.report)
+            if table.row_count:
+                table.move_cursor(row=min(row, table.row_count - 1), animate=False)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="drift-runs")
     def load_runs(self) -> None:
@@ -175,20 +196,25 @@ class DriftScreen(InspectorScreen):
             f"changed: {', '.join(changes) or 'nothing'}"
         )
         table = self.query_one("#drift-table", DataTable)
-        table.clear()
-        places = report.spans_places()
-        for index, item in enumerate(report.items):
-            style = CLASS_STYLE[item.drift_class]
-            table.add_row(Text(CLASS_MARK[item.drift_class], style=style), Text(item.drift_class.value, style=style),
-                          f"#{item.frozen_rank}" if item.frozen_rank else "-",
-                          f"#{item.today_rank}" if item.today_rank else "-", qualified_ref(item, places), item_note(item),
-                          key=str(index))
+        self._fill_items(report)
         self.query_one("#drift-status", Static).update(f"{report.id} ({note}) · {report.summary()}")
         # Land on the first item that drifted: that is what a person opened this screen for.
         first_change = next((i for i, item in enumerate(report.items) if item.drift_class != DriftClass.UNCHANGED), 0)
         if table.row_count:
             table.move_cursor(row=first_change, animate=False)
         self._show_diff()
+
+    def _fill_items(self, report: DriftReport) -> None:
+        table = self.query_one("#drift-table", DataTable)
+        table.clear()
+        places = report.spans_places()
+        styles = {cls: rich_style(self.app, spec) for cls, spec in CLASS_STYLE.items()}
+        for index, item in enumerate(report.items):
+            style = styles[item.drift_class]
+            table.add_row(Text(CLASS_MARK[item.drift_class], style=style), Text(item.drift_class.value, style=style),
+                          f"#{item.frozen_rank}" if item.frozen_rank else "-",
+                          f"#{item.today_rank}" if item.today_rank else "-", qualified_ref(item, places), item_note(item),
+                          key=str(index))
 
     @on(DataTable.RowHighlighted, "#drift-table")
     def highlighted(self) -> None:
@@ -337,19 +363,20 @@ def qualified_ref(item: DriftItem, places: bool) -> str:
 
 
 def colored_diff(diff: str) -> Content:
-    """A unified diff with added lines green, removed lines red and hunk headers highlighted."""
+    """A unified diff with added lines green, removed lines red and hunk headers highlighted
+    (``DIFF_STYLE``; Content resolves the theme variables when it is drawn)."""
     parts: list[str | tuple[str, str]] = []
     for line in diff.splitlines():
         if line.startswith(("+++", "---")):
-            parts.append((line, "bold"))
+            parts.append((line, DIFF_STYLE["file"]))
         elif line.startswith("+"):
-            parts.append((line, "$success"))
+            parts.append((line, DIFF_STYLE["added"]))
         elif line.startswith("-"):
-            parts.append((line, "$error"))
+            parts.append((line, DIFF_STYLE["removed"]))
         elif line.startswith("@@"):
-            parts.append((line, "$accent"))
+            parts.append((line, DIFF_STYLE["hunk"]))
         elif line.startswith("\\"):
-            parts.append((line, "$text-muted italic"))
+            parts.append((line, DIFF_STYLE["note"]))
         else:
             parts.append(line)
         parts.append("\n")

@@ -73,7 +73,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("drift.diff", "enter", "show_diff", "Diff", "Show the diff of the highlighted item", "drift: show diff", "drift"),
     Action("input.leave", "escape", "leave", "Clear", "Clear the text; on an empty input, back to the table",
            "input: clear or leave", "input"),
-    Action("whynot.ask", "enter", "ask", "Ask", "Answer for the typed path, symbol or text", "why-not: ask", "whynot", show=False),
+    Action("whynot.ask", "enter", "ask", "Ask", "Answer for the typed source_ref, path, symbol or text", "why-not: ask", "whynot", show=False),
+    Action("whynot.open", "enter", "open_match", "Open row", "Open the highlighted match's row on the snapshot screen", "why-not: open row", "whynot"),
     Action("help.everything", "a", "toggle_everything", "Everything", "Every screen's keys, or back to this screen's", "help: toggle everything", "help"),
 )
 

@@ -516,9 +516,21 @@ class SnapshotScreen(InspectorScreen):
         self.app.push_screen(DriftScreen(self.snapshot_id, run=True))
 
     def action_why_not(self) -> None:
+        """Ask why-not, starting from the highlighted row: a candidate's source_ref on
+        Candidates, the item's on Evidence and Citations."""
         from scopelens.inspector.screens.whynot import WhyNotScreen
 
-        self.app.push_screen(WhyNotScreen(self.snapshot_id))
+        tab = self.query_one(TabbedContent).active
+        prefill = ""
+        if tab == "candidates":
+            key = self.query_one("#candidate-table", FittedTable).cursor_key()
+            row = self.candidate_rows.get(key) if key is not None else None
+            prefill = row.source_ref if row is not None else ""
+        elif tab in ("evidence", "citations") and self.view is not None:
+            key = self.query_one("#item-table" if tab == "evidence" else "#citation-table", FittedTable).cursor_key()
+            item = next((i for i in self.view.items if i.citation_id == key), None)  # none for a dangling citation
+            prefill = item.source_ref if item is not None else ""
+        self.app.push_screen(WhyNotScreen(self.snapshot_id, prefill=prefill))
 
     def action_copy_id(self) -> None:
         self.host.copy_id(self.snapshot_id)

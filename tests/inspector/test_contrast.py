@@ -1,5 +1,6 @@
 """Colours that carry meaning reach WCAG AA (4.5:1) on the background they are drawn on, in the
-dark and the light theme ([5/9] item 18): drift classes in the drift table, and diff lines.
+dark and the light theme ([5/9] item 18): drift classes in the drift table, diff lines, and
+why-not's stages (its answer and its matches).
 
 Each ratio is computed here from the theme's variables (``App.get_css_variables()``) and the
 live widgets' backgrounds, independently of how inspector/theme.py derives its colours.
@@ -14,7 +15,10 @@ from textual.color import Color
 from textual.markup import parse_style
 from textual.widget import Widget
 
+from scopelens.core.vocab import Stage
 from scopelens.inspector.screens.drift import CLASS_STYLE, DIFF_STYLE, DriftScreen
+from scopelens.inspector.screens.whynot import STAGE_STYLE, WhyNotScreen
+from scopelens.inspector.widgets.fitted_table import FittedTable
 from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
 
 THEMES = ("textual-dark", "textual-light")
@@ -80,6 +84,33 @@ async def test_drift_class_and_diff_colours_reach_aa(sample_store: Path, theme: 
         await pilot.pause()
         short += check(table, classes, variables, theme) + check(diff, DIFF_STYLE, variables, theme)
         assert not short, "\n".join(short)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+async def test_why_not_stage_colours_reach_aa(sample_store: Path, theme: str) -> None:
+    app = build_app(sample_store, theme=theme)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_screen(pilot, WhyNotScreen("snap-auth-role-mock-0002", prefill="createUserMock"))
+        await pilot.press("enter")
+        await settle(pilot)
+        variables = app.get_css_variables()
+        stages = {stage.value: spec for stage, spec in STAGE_STYLE.items()}
+        screen = app.screen
+        answer, matches = screen.query_one("#whynot-answer"), screen.query_one("#whynot-matches")
+        assert matches.display
+        short = check(answer, stages, variables, theme) + check(matches, stages, variables, theme)
+        matches.focus()
+        await pilot.pause()
+        short += check(matches, stages, variables, theme)
+        assert not short, "\n".join(short)
+        # Rich cells hold resolved colours: a theme switch draws them in the new theme's.
+        assert isinstance(screen, WhyNotScreen) and screen.answer is not None
+        cited = next(i for i, m in enumerate(screen.answer.matches) if m.stage == Stage.CITED)
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert app.theme != theme
+        colour = screen.query_one("#whynot-matches", FittedTable).row_values(str(cited))["stage"].style.color
+        assert str(colour.get_truecolor().hex).upper() == app.theme_variables["legible-success"].upper()
 
 
 async def test_drift_cells_are_drawn_again_in_the_new_theme(sample_store: Path) -> None:

@@ -75,10 +75,9 @@ def test_session_drift_screen(snap_compare, sample_store, size):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_why_not_screen(snap_compare, sample_store, size):
-    """Why-not answering for a path that was never recalled."""
-    snapshot_id = first_snapshot_of(sample_store)
+    """Why-not for a symbol the reply cited: detected as a symbol, every matching row in its stage's colour."""
     assert snap_compare(build_app(sample_store), terminal_size=size,
-                        run_before=opening(lambda: WhyNotScreen(snapshot_id), *"README.md", "enter"))
+                        run_before=opening(lambda: WhyNotScreen(SNAPSHOT, prefill="createUserMock"), "enter"))
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -118,12 +117,14 @@ LIGHT_SCREENS = {
     "citations": lambda db: SnapshotScreen(first_snapshot_of(db), tab="citations"),
     "drift": lambda db: DriftScreen(first_snapshot_of(db)),
     "help": lambda db: HelpScreen("sessions"),
+    "whynot": lambda db: WhyNotScreen(SNAPSHOT, prefill="createUserMock"),
 }
+LIGHT_KEYS = {"drift": ("r",), "whynot": ("enter",)}
 
 
 @pytest.mark.parametrize("screen", sorted(LIGHT_SCREENS))
 def test_light_theme_screens(snap_compare, sample_store, screen):
     """The other screens in the light theme (marks, diff colours and detail lines must stay legible)."""
-    keys = ("r",) if screen == "drift" else ()
+    keys = LIGHT_KEYS.get(screen, ())
     assert snap_compare(build_app(sample_store, theme="textual-light"), terminal_size=(100, 30),
                         run_before=opening(lambda: LIGHT_SCREENS[screen](sample_store), *keys))

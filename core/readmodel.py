@@ -14,6 +14,7 @@ per session on demand and cached in this object, so the first screen never re-ha
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -204,6 +205,10 @@ class SnapshotView:
     missing_evidence: tuple[str, ...]
     response_citations: tuple[tuple[str, tuple[str, ...]], ...]
     """(response event ref, cited ids) for the responses of this turn."""
+    sub_query_hits: dict[str, int] = field(default_factory=dict)
+    """Sub-query id -> the recalled candidates (selected or rejected by the pipeline, not the
+    probe's) from its sources: what it brought in, read from the snapshot, never re-searched.
+    Where sub-queries share a source, its candidates count for each of them."""
 
 
 SessionSort = Literal["started", "project", "turns", "snapshots"]
@@ -415,6 +420,7 @@ class ReadModel:
             rows_ok=self._rows_agree(snapshot),
             missing_evidence=tuple(k.value for k in snapshot.missing_evidence),
             response_citations=tuple((ref, tuple(ids)) for ref, ids in responses),
+            sub_query_hits=_sub_query_hits(snapshot),
         )
 
     def trimmed_texts(self, snapshot_id: str, citation_id: str) -> tuple[str | None, ...]:
@@ -532,6 +538,12 @@ _SESSION_VIEW_COLUMNS = (
     col(SessionHeadRow.snapshot_count), col(SessionHeadRow.head_hash),
 )
 """What a SessionView needs, selected as columns: no ORM objects are built for a list page."""
+
+
+def _sub_query_hits(snapshot: AuditSnapshot) -> dict[str, int]:
+    recalled = Counter([*(i.source for i in snapshot.selected),
+                        *(r.source for r in snapshot.rejected if not r.from_probe)])
+    return {q.id: sum(recalled[s] for s in set(q.sources)) for q in snapshot.plan.sub_queries}
 
 
 def _tool_call(payload: dict[str, Any]) -> str:

@@ -21,6 +21,8 @@ from rich.style import Style as RichStyle
 from textual.app import App
 from textual.color import Color
 
+from scopelens.core.vocab import Stage
+
 AA = 4.5
 """WCAG 2 level AA for normal text."""
 LEGIBLE_FROM = {
@@ -81,3 +83,21 @@ def rich_style(app: App[Any], spec: str) -> RichStyle:
     """``spec``, a style written with theme variables, as a Rich style for a table cell (Rich
     resolves no variables, so a cell styled this way is drawn again when the theme changes)."""
     return app.stylesheet.parse_style(spec).rich_style if spec else RichStyle()
+
+
+STAGE_STYLE: dict[Stage, str] = {
+    Stage.CITED: "bold $legible-success",
+    Stage.SELECTED: "$legible-success",
+    Stage.TRIMMED_AWAY: "$legible-warning",
+    Stage.OVER_BUDGET: "$legible-warning",
+    Stage.DUPLICATE: "$legible-warning",
+    Stage.BELOW_CUTOFF: "$legible-warning",
+    Stage.MEMORY_STATUS: "$legible-error",
+    Stage.STALE: "$legible-error",
+    Stage.NOT_VISIBLE: "$legible-error",
+    Stage.DENIED_SOURCE: "$legible-error",
+    Stage.OUT_OF_SCOPE: "$legible-error",
+    Stage.NOT_RECALLED: "$legible-primary",
+}
+"""By what stopped it: shown to the model (green), the ranking or budget (yellow), the scope or
+policy (red), recall (blue). Theme variables that reach WCAG AA in both themes (theme.py)."""

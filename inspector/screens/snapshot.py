@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar
 
@@ -15,11 +17,14 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static, TabbedContent, TabPane, Tabs
 
 from scopelens.core.clock import when
+from scopelens.core.contracts import SubQuery, WeightedTerm
 from scopelens.core.readmodel import CANDIDATE_SORTS, SCORE_SORTS, CandidateRow, ItemView, Page, SnapshotView
 from scopelens.core.textsafety import listing, short
+from scopelens.core.vocab import Stage
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.screens.paging import KeyPaging
+from scopelens.inspector.theme import STAGE_STYLE, rich_style
 from scopelens.inspector.widgets.evidence import EvidenceText
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable
 from scopelens.inspector.widgets.footer import KeysFooter
@@ -47,21 +52,25 @@ PLAN_COLUMNS = (
     Column("intent", "intent", 13, drop=4),
     Column("sources", "sources", 30, min_width=14, flex=1),
     Column("top_k", "top k", 5),
+    Column("hits", "hits", 5),
     Column("min_authority", "min authority", 13, min_width=9, short="min auth", drop=1),
     Column("terms", "strongest terms", 40, min_width=16, flex=2, drop=3),
 )
 CANDIDATE_COLUMNS = (
     Column("ordinal", "#", 4),
     Column("stage", "stage", 13),
-    Column("source_ref", "source_ref", 40, min_width=18, flex=2),
-    Column("final", "final", 5),
+    Column("source_ref", "source_ref", 36, min_width=18, flex=1),
+    Column("final", "final", 6),
     Column("lexical", "lex", 5, drop=2),
-    Column("anchor", "anchor", 6, drop=4),
+    Column("anchor", "anchor", 7, drop=4),
     Column("authority", "auth", 5, drop=3),
-    Column("recency", "recency", 7, drop=4),
-    Column("reason", "reason", 40, min_width=20, flex=1),
+    Column("recency", "recency", 8, drop=4),
+    Column("reason", "reason", 40, min_width=20, flex=3),
 )
-"""Narrow terminals hide score columns; the line under the table shows the whole breakdown."""
+"""Narrow terminals hide score columns; the line under the table shows the whole breakdown. The
+reason takes most of the spare width; the sorted column's header carries ↑ or ↓."""
+STAGE_FILTER = re.compile(r"(?:^|\s)stage:(\S+)")
+"""``stage:below-cutoff`` in the candidate filter keeps that stage (a funnel line sets it)."""
 ITEM_COLUMNS = (
     Column("cite", "cite", 10, min_width=8),
     Column("source_ref", "source_ref", 34, min_width=12, flex=1),
@@ -75,6 +84,13 @@ CITATION_COLUMNS = (
     Column("source_ref", "source_ref", 40, min_width=16, flex=2),
     Column("cited_by", "cited by", 24, min_width=12, flex=1),
 )
+
+
+def own_terms(query: SubQuery, queries: Sequence[SubQuery]) -> list[WeightedTerm]:
+    """A sub-query's terms, strongest first; among equal weights, the ones no other sub-query
+    has (what makes this sub-query its own) before the shared ones."""
+    others = [{t.term for t in q.terms} for q in queries if q.id != query.id]
+    return sorted(query.terms, key=lambda t: (-t.weight, any(t.term in o for o in others), t.term))
 
 
 class SnapshotScreen(InspectorScreen):
@@ -120,6 +136,7 @@ class SnapshotScreen(InspectorScreen):
         self.descending = False
         self.candidate_rows: dict[str, CandidateRow] = {}
         self.filter_text = ""
+        self.stage_filter: Stage | None = None
         self.paging: KeyPaging = KeyPaging()
         self.show_trimmed = False
         self.trimmed: dict[str, tuple[str | None, ...]] = {}
@@ -160,9 +177,11 @@ class SnapshotScreen(InspectorScreen):
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
 
     def _theme_changed(self, _theme: object) -> None:
-        """Code colours follow the theme (a dark and a light syntax style)."""
+        """Code and stage colours follow the theme (resolved into cells, so drawn again)."""
         if self.view is not None:
             self._show_item(self._current_item())
+            self.query_one(Funnel).show(self.view.funnel)
+        self.reload_candidates()
 
     # ------------------------------------------------------------------ loading
 
@@ -173,15 +192,17 @@ class SnapshotScreen(InspectorScreen):
         self.post_message(self.Loaded(view, model.snapshot_ids(view.session_id)))
 
     def reload_candidates(self) -> None:
-        self.load_candidates(self.filter_text, self.sort, self.descending, None, self.paging.restart())
+        self.load_candidates(self.filter_text, self.stage_filter, self.sort, self.descending, None,
+                             self.paging.restart())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="candidates")
     def load_candidates(
-        self, text: str, sort: str, descending: bool, after: tuple[object, ...] | None, generation: int
+        self, text: str, stage: Stage | None, sort: str, descending: bool, after: tuple[object, ...] | None,
+        generation: int,
     ) -> None:
         """Fetch off the UI thread; what to fetch is fixed when asked, not when the thread runs."""
         page = self.host.model.candidates(
-            self.snapshot_id, text=text, sort=sort, descending=descending, after=after, limit=CANDIDATE_PAGE,
+            self.snapshot_id, stage=stage, text=text, sort=sort, descending=descending, after=after, limit=CANDIDATE_PAGE,
         )
         self.post_message(self.CandidatesLoaded(page, after is not None, generation))
 
@@ -253,22 +274,24 @@ class SnapshotScreen(InspectorScreen):
         table = self.query_one("#plan-table", DataTable)
         table.clear()
         for query in view.plan.sub_queries:
-            strongest = [f"{t.term}×{t.weight:g}" for t in sorted(query.terms, key=lambda t: (-t.weight, t.term))]
+            strongest = [f"{t.term}×{t.weight:g}" for t in own_terms(query, view.plan.sub_queries)]
             table.add_row(query.id, query.intent.value, ", ".join(s.value for s in query.sources), str(query.top_k),
-                          query.min_authority.value, listing(strongest, 6),
+                          str(view.sub_query_hits.get(query.id, 0)), query.min_authority.value, listing(strongest, 6),
                           key=query.id)
         self._show_sub_query()
 
     def _show_sub_query(self) -> None:
-        """The highlighted sub-query in full: every term with its weight."""
+        """The highlighted sub-query in full: its text, hits and every term with its weight."""
         key = self.query_one("#plan-table", FittedTable).cursor_key()
         detail = self.query_one("#plan-detail", Static)
         if self.view is None or key is None:
             detail.update("")
             return
         query = next(q for q in self.view.plan.sub_queries if q.id == key)
-        terms = ", ".join(f"{t.term}×{t.weight:g}" for t in sorted(query.terms, key=lambda t: (-t.weight, t.term)))
-        detail.update(f"{query.id} ({query.intent.value}) · {', '.join(s.value for s in query.sources)}\nterms: {terms}")
+        terms = ", ".join(f"{t.term}×{t.weight:g}" for t in own_terms(query, self.view.plan.sub_queries))
+        hits = self.view.sub_query_hits.get(query.id, 0)
+        detail.update(f"{query.id} ({query.intent.value}) · {', '.join(s.value for s in query.sources)} · "
+                      f"{hits} recalled from its sources\n\"{query.query_text}\" · terms: {terms}")
 
     @on(DataTable.RowHighlighted, "#plan-table")
     def sub_query_highlighted(self) -> None:
@@ -339,10 +362,12 @@ class SnapshotScreen(InspectorScreen):
     def show_candidates(self, message: CandidatesLoaded) -> None:
         if not self.paging.arrived(message.generation, message.page.next_after):
             return
-        table = self.query_one("#candidate-table", DataTable)
+        table = self.query_one("#candidate-table", FittedTable)
+        stage_styles = {stage: rich_style(self.app, spec) for stage, spec in STAGE_STYLE.items()}
         if not message.append:
             table.clear()
             self.candidate_rows = {}
+            table.mark_header(self.sort, "↓" if self.descending else "↑")
         for row in message.page.rows:
             if str(row.ordinal) in self.candidate_rows:
                 continue  # already shown (a page boundary that moved)
@@ -354,14 +379,16 @@ class SnapshotScreen(InspectorScreen):
                 return "-" if value is None else f"{value:.2f}"
 
             source = row.source_ref + (" (probe)" if row.from_probe else "")
-            table.add_row(str(row.number), row.stage.value, source, fmt("final"), fmt("lexical"), fmt("anchor"),
-                          fmt("authority"), fmt("recency"), row.reason, key=str(row.ordinal))
+            table.add_row(str(row.number), Text(row.stage.value, style=stage_styles[row.stage]), source, fmt("final"),
+                          fmt("lexical"), fmt("anchor"), fmt("authority"), fmt("recency"), row.reason, key=str(row.ordinal))
         more = " · m: more" if self.paging.next_after else ""
         arrow = "↓" if self.descending else "↑"
+        stage = f" · stage {self.stage_filter.value} (esc in the filter clears it)" if self.stage_filter else ""
         self.query_one("#candidate-status", Static).update(
-            f"{len(self.candidate_rows)} of {message.page.total} candidates · sorted by {self.sort} {arrow}{more}"
+            f"{len(self.candidate_rows)} of {message.page.total} candidates{stage} · sorted by {self.sort} {arrow}{more}"
         )
         self._show_candidate()
+        self.refresh_bindings()
 
     def _show_candidate(self) -> None:
         """The highlighted candidate in full: reason and every score, whatever the width."""
@@ -375,7 +402,8 @@ class SnapshotScreen(InspectorScreen):
             f"{SCORE_NAMES.get(name, name)} {row.scores[name]:.2f}"
             for name in ("final", *(n for n in row.scores if n != "final")) if row.scores.get(name) is not None
         )
-        detail.update(f"#{row.number} {row.source_ref} · {row.stage.value}: {row.reason}\n{scores or 'not scored'}")
+        probe = " · recorded by the scope probe: withheld by the scope, never recalled" if row.from_probe else ""
+        detail.update(f"#{row.number} {row.source_ref} · {row.stage.value}: {row.reason}{probe}\n{scores or 'not scored'}")
 
     # ------------------------------------------------------------------ interaction
 
@@ -384,6 +412,8 @@ class SnapshotScreen(InspectorScreen):
         tabs = TAB_ACTIONS.get(action)
         if tabs is None:
             return True
+        if action == "load_more" and self.paging.next_after is None:
+            return False  # every candidate is shown: m would do nothing
         try:
             active = self.query_one(TabbedContent).active
         except NoMatches:  # not composed yet
@@ -395,10 +425,10 @@ class SnapshotScreen(InspectorScreen):
         """Keys act on the tab a person is looking at: focus its table, else its scrolling text,
         else the tab strip (focus left on the hidden pane's widget would pull its tab back)."""
         pane = event.pane
-        tables = pane.query(DataTable) if pane is not None else None
+        lists = pane.query("DataTable, OptionList") if pane is not None else None
         scrolls = pane.query(VerticalScroll) if pane is not None else None
-        if tables:
-            tables.first().focus()
+        if lists:
+            lists.first().focus()
         elif scrolls:
             scrolls.first().focus()  # arrows and page keys scroll it at once, no Tab needed
         else:
@@ -424,8 +454,18 @@ class SnapshotScreen(InspectorScreen):
 
     @on(Input.Changed, "#candidate-filter")
     def candidate_filter(self, event: Input.Changed) -> None:
-        self.filter_text = event.value.strip()
+        value = event.value
+        match = STAGE_FILTER.search(value)
+        stage = next((s for s in Stage if match and s.value == match.group(1)), None)
+        self.stage_filter = stage
+        self.filter_text = (STAGE_FILTER.sub(" ", value) if stage else value).strip()
         self.reload_candidates()
+
+    @on(Funnel.StageSelected)
+    def funnel_stage(self, event: Funnel.StageSelected) -> None:
+        """A funnel line filters the candidates to its stage (the first line, to all of them)."""
+        self.query_one("#candidate-filter", Input).value = f"stage:{event.stage.value}" if event.stage else ""
+        self.action_show_tab("candidates")
 
     @on(DataTable.RowSelected, "#citation-table")
     def citation_selected(self) -> None:
@@ -481,7 +521,7 @@ class SnapshotScreen(InspectorScreen):
         request = self.paging.next_page()
         if request is not None:
             after, generation = request
-            self.load_candidates(self.filter_text, self.sort, self.descending, after, generation)
+            self.load_candidates(self.filter_text, self.stage_filter, self.sort, self.descending, after, generation)
 
     def action_focus_filter(self) -> None:
         self.query_one("#candidate-filter", Input).focus()

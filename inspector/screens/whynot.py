@@ -29,27 +29,11 @@ from scopelens.core.vocab import Stage
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.screens.snapshot import SnapshotScreen
-from scopelens.inspector.theme import rich_style
+from scopelens.inspector.theme import STAGE_STYLE, rich_style
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable
 from scopelens.inspector.widgets.footer import KeysFooter
 from scopelens.inspector.widgets.text_input import TextInput
 
-STAGE_STYLE: dict[Stage, str] = {
-    Stage.CITED: "bold $legible-success",
-    Stage.SELECTED: "$legible-success",
-    Stage.TRIMMED_AWAY: "$legible-warning",
-    Stage.OVER_BUDGET: "$legible-warning",
-    Stage.DUPLICATE: "$legible-warning",
-    Stage.BELOW_CUTOFF: "$legible-warning",
-    Stage.MEMORY_STATUS: "$legible-error",
-    Stage.STALE: "$legible-error",
-    Stage.NOT_VISIBLE: "$legible-error",
-    Stage.DENIED_SOURCE: "$legible-error",
-    Stage.OUT_OF_SCOPE: "$legible-error",
-    Stage.NOT_RECALLED: "$legible-primary",
-}
-"""By what stopped it: shown to the model (green), the ranking or budget (yellow), the scope or
-policy (red), recall (blue). Theme variables that reach WCAG AA in both themes (theme.py)."""
 MATCH_COLUMNS = (
     Column("row", "#", 4),
     Column("stage", "stage", 13),

@@ -20,7 +20,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.geometry import Size
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,7 @@ class FittedTable(DataTable[Any]):
     def __init__(self, columns: Sequence[Column], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.specs: tuple[Column, ...] = tuple(columns)
+        self.header_mark: tuple[str, str] | None = None
         self.shown_widths: dict[str, int] = {}
         self._values: dict[RowKey, list[Any]] = {}
         self._fitted_width = 0
@@ -226,14 +227,29 @@ class FittedTable(DataTable[Any]):
         self._cell_render_cache[cache_key] = lines
         return lines
 
+    def mark_header(self, key: str | None, mark: str) -> None:
+        """Put ``mark`` (a sort arrow) after the header of column ``key``, and none elsewhere."""
+        self.header_mark = (key, mark) if key is not None else None
+        for spec in self.specs:
+            column = self.columns.get(ColumnKey(spec.key))
+            if column is not None:
+                column.label = plain(self._label(spec, self.shown_widths[spec.key]))
+        self._clear_caches()
+        self.refresh()
+
+    def _label(self, spec: Column, width: int) -> str:
+        label = spec.short if spec.short and len(spec.label) > width else spec.label
+        if self.header_mark is not None and self.header_mark[0] == spec.key:
+            label = f"{label}{self.header_mark[1]}"
+        return label
+
     def _lay_out(self, widths: dict[str, int]) -> None:
         cursor, scroll = self.cursor_row, self.scroll_offset
         super().clear(columns=True)
         self.shown_widths = widths
         for spec in self.specs:
             if spec.key in widths:
-                label = spec.short if spec.short and len(spec.label) > widths[spec.key] else spec.label
-                super().add_column(plain(label), key=spec.key, width=widths[spec.key])
+                super().add_column(plain(self._label(spec, widths[spec.key])), key=spec.key, width=widths[spec.key])
         for key, values in self._values.items():
             super().add_row(*self._shown(values), key=key.value)
         if self.row_count:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.style import Style as RichStyle
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -13,6 +14,7 @@ from scopelens.core.readmodel import SESSION_SORTS, Page, SessionSort, SessionVi
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, problem_line, shows_problems
 from scopelens.inspector.screens.paging import KeyPaging
+from scopelens.inspector.theme import rich_style
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable
 from scopelens.inspector.widgets.footer import KeysFooter
 from scopelens.inspector.widgets.text_input import TextInput
@@ -153,12 +155,13 @@ class SessionsScreen(InspectorScreen):
             self.loaded = []
         model = self.host.model
         shown = {view.id for view in self.loaded}
+        problem = rich_style(self.app, PROBLEM)
         for view in page.rows:
             if view.id in shown:
                 continue  # listed on an earlier page: a recorder moved it while we paged
             status = model.verify_status(view.id, compute=False)
             table.add_row(
-                _mark(status), view.id, view.project, view.branch or "-", _started(view),
+                _mark(status, problem), view.id, view.project, view.branch or "-", _started(view, problem),
                 str(view.turns), str(view.snapshots), view.title, key=view.id,
             )
         self.loaded += [view for view in page.rows if view.id not in shown]
@@ -196,7 +199,7 @@ class SessionsScreen(InspectorScreen):
         for session_id, status in message.statuses.items():
             self.verifying.discard(session_id)
             if session_id in table.rows:
-                table.update_cell(session_id, "verify", _mark(status))
+                table.update_cell(session_id, "verify", _mark(status, rich_style(self.app, PROBLEM)))
             if status.state == "problem":
                 self.notify(f"{session_id}: {status.problems[0]}", severity="error", timeout=8)
 
@@ -268,11 +271,15 @@ class SessionsScreen(InspectorScreen):
             self.reload()
 
 
-def _mark(status: VerifyStatus) -> Text:
-    return Text(status.mark, style="bold red" if status.state == "problem" else "")
+PROBLEM = "bold $legible-error"
+"""A verify problem or an unreadable value: the legible error colour of the theme (theme.py)."""
 
 
-def _started(view: SessionView) -> Text:
+def _mark(status: VerifyStatus, problem: RichStyle) -> Text:
+    return Text(status.mark, style=problem if status.state == "problem" else "")
+
+
+def _started(view: SessionView, problem: RichStyle) -> Text:
     if view.started is None:
-        return Text("unreadable", style="bold red")
+        return Text("unreadable", style=problem)
     return Text(when(view.started))

@@ -33,8 +33,9 @@ from scopelens.inspector.widgets.request import RequestView
 from scopelens.inspector.widgets.text_input import TextInput
 
 SCORE_NAMES = {"lexical": "lex", "authority": "auth", "actionability": "action", "diversity": "div"}
-OK = Text("✓", style="green")
-BAD = Text("✗", style="bold red")
+OK_STYLE = "$legible-success"
+BAD_STYLE = "bold $legible-error"
+"""The ✓/✗ marks of items and citations, in the theme's legible colours (theme.py)."""
 TABS = ("scope", "plan", "funnel", "candidates", "evidence", "citations", "request")
 CANDIDATE_PAGE = 200
 TAB_ACTIONS: dict[str, str | tuple[str, ...]] = {
@@ -179,6 +180,11 @@ class SnapshotScreen(InspectorScreen):
     def _theme_changed(self, _theme: object) -> None:
         """Code and stage colours follow the theme (resolved into cells, so drawn again)."""
         if self.view is not None:
+            rows = {name: self.query_one(name, DataTable).cursor_row for name in ("#item-table", "#citation-table")}
+            self._show_items(self.view)
+            self._show_citations(self.view)
+            for name, row in rows.items():
+                self.query_one(name, DataTable).move_cursor(row=row, animate=False)
             self._show_item(self._current_item())
             self.query_one(Funnel).show(self.view.funnel)
         self.reload_candidates()
@@ -297,9 +303,13 @@ class SnapshotScreen(InspectorScreen):
     def sub_query_highlighted(self) -> None:
         self._show_sub_query()
 
+    def _marks(self) -> tuple[Text, Text]:
+        return Text("✓", style=rich_style(self.app, OK_STYLE)), Text("✗", style=rich_style(self.app, BAD_STYLE))
+
     def _show_items(self, view: SnapshotView) -> None:
         table = self.query_one("#item-table", DataTable)
         table.clear()
+        OK, BAD = self._marks()
         for item in view.items:
             table.add_row(item.citation_id, item.source_ref, OK if item.hash_ok else BAD,
                           str(len(item.trim_ranges)) if item.trim_ranges else "-", key=item.citation_id)
@@ -341,6 +351,7 @@ class SnapshotScreen(InspectorScreen):
         table = self.query_one("#citation-table", DataTable)
         table.clear()
         known = {i.citation_id: i for i in view.items}
+        OK, BAD = self._marks()
         for item in view.items:
             table.add_row(item.citation_id, OK, f"#{item.rank}", item.source_ref,
                           ", ".join(item.cited_by) or "not cited", key=item.citation_id)

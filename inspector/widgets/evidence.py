@@ -82,7 +82,7 @@ class EvidenceText(VerticalScroll):
             body.update("")
             body.border_title = None
             return
-        mark = "[$success]✓[/]" if item.hash_ok else "[$error]✗ hash mismatch[/]"
+        mark = "[$legible-success]✓[/]" if item.hash_ok else "[$legible-error]✗ hash mismatch[/]"
         header_lines = [
             f"[b]{escape(item.citation_id)} [/b]· {escape(item.source_ref)} · {item.evidence_kind} · trust {item.trust} · "
             f"authority {item.authority}",
@@ -95,9 +95,9 @@ class EvidenceText(VerticalScroll):
         if item.trim_ranges:
             ranges = ", ".join(f"lines {r.start_line}-{r.end_line} (chars {r.start_char}-{r.end_char})" for r in item.trim_ranges)
             hint = "shown below, never seen by the model" if revealed is not None else "t shows them"
-            header_lines.append(f"[$warning]trimmed: {ranges}[/] · {hint}")
+            header_lines.append(f"[$legible-warning]trimmed: {ranges}[/] · {hint}")
         if item.redaction_count:
-            header_lines.append(f"[$warning]{item.redaction_count} secret(s) redacted at ingest[/]")
+            header_lines.append(f"[$legible-warning]{item.redaction_count} secret(s) redacted at ingest[/]")
         cited = ", ".join(item.cited_by) + " (g goes to it)" if item.cited_by else "no reply cited it"
         header_lines.append(f"cited by: {escape(cited)}")
         header.update("\n".join(header_lines))
@@ -113,7 +113,7 @@ class EvidenceText(VerticalScroll):
             """A theme colour as Rich needs it: translucent ones blended over the background."""
             return (background + Color.parse(colours[name])).hex
 
-        warning = Style(color=solid("text-warning"))
+        warning = Style(color=solid("legible-warning"))
         muted = Style(color=solid("foreground-muted"))
         not_seen = muted + Style(italic=True)
         lines = item.visible_text.split("\n")

@@ -43,14 +43,14 @@ class Funnel(OptionList):
 
         options: list[Option | None] = []
         for stage, count in funnel.steps:
-            style = "$primary" if stage == ALL else STAGE_STYLE.get(Stage(stage), "$error")
+            style = "$legible-primary" if stage == ALL else STAGE_STYLE.get(Stage(stage), "$legible-error")
             options.append(Option(line(stage, count, style), id=f"step:{stage}"))
         if funnel.withheld:
             options.append(None)
             options.append(Option(Content.styled("withheld by the scope (the probe; never recalled, not counted above)",
                                                  "dim"), id="withheld-title", disabled=True))
             for stage, count in funnel.withheld:
-                options.append(Option(line(stage, count, "$warning"), id=f"probe:{stage}"))
+                options.append(Option(line(stage, count, "$legible-warning"), id=f"probe:{stage}"))
         self.clear_options()
         self.add_options(options)
         if self.option_count:

@@ -17,7 +17,9 @@ from textual.widget import Widget
 
 from scopelens.core.vocab import Stage
 from scopelens.inspector.screens.drift import CLASS_STYLE, DIFF_STYLE, DriftScreen
-from scopelens.inspector.screens.whynot import STAGE_STYLE, WhyNotScreen
+from scopelens.inspector.screens.snapshot import BAD_STYLE, OK_STYLE, SnapshotScreen
+from scopelens.inspector.screens.whynot import WhyNotScreen
+from scopelens.inspector.theme import STAGE_STYLE
 from scopelens.inspector.widgets.fitted_table import FittedTable
 from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
 
@@ -136,3 +138,23 @@ async def test_drift_cells_are_drawn_again_in_the_new_theme(sample_store: Path) 
         await settle(pilot)
         assert app.theme == "textual-light" and table.cursor_row == row
         assert cell_colour() == app.theme_variables["legible-warning"].upper() != dark
+
+
+@pytest.mark.parametrize("theme", THEMES)
+async def test_candidate_stages_and_item_marks_reach_aa(sample_store: Path, theme: str) -> None:
+    """The stage palette on the candidates table and the ✓/✗ marks of items and citations."""
+    app = build_app(sample_store, theme=theme)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_screen(pilot, SnapshotScreen(first_snapshot_of(sample_store), tab="candidates"))
+        variables = app.get_css_variables()
+        screen = app.screen
+        stages = {stage.value: spec for stage, spec in STAGE_STYLE.items()}
+        marks = {"ok": OK_STYLE, "bad": BAD_STYLE}
+        short = check(screen.query_one("#candidate-table"), stages, variables, theme)
+        await pilot.press("5")
+        await settle(pilot)
+        short += check(screen.query_one("#item-table"), marks, variables, theme)
+        screen.set_focus(None)
+        await pilot.pause()
+        short += check(screen.query_one("#item-table"), marks, variables, theme)
+        assert not short, "\n".join(short)

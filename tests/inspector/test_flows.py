@@ -117,7 +117,8 @@ async def test_a_tampered_store_shows_a_red_mark_and_the_problem(sample_store):
         table = app.screen.query_one(DataTable)
         marks = {key.value: table.get_cell(key, "verify") for key in table.rows}
         assert marks["s-auth-role-mock-0001"].plain == "✗"
-        assert "red" in str(marks["s-auth-role-mock-0001"].style)
+        problem = marks["s-auth-role-mock-0001"].style
+        assert problem.bold and str(problem.color.get_truecolor().hex).upper() == app.theme_variables["legible-error"].upper()
         assert marks["s-billing-cents-time-0001"].plain == "✓"
         app.push_screen(TimelineScreen("s-auth-role-mock-0001"))
         await settle(pilot)

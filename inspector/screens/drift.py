@@ -6,7 +6,6 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.content import Content
 from textual.message import Message
 from textual.widgets import DataTable, Header, ProgressBar, Static
 
@@ -16,6 +15,7 @@ from scopelens.core.vocab import DRIFT_CLASS_MEANINGS, DriftClass
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.theme import rich_style
+from scopelens.inspector.widgets.diff import highlighted_diff
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable
 from scopelens.inspector.widgets.footer import KeysFooter
 
@@ -39,15 +39,6 @@ CLASS_STYLE = {
 }
 """Theme variables that reach WCAG AA on either theme (inspector/theme.py), not Rich's named
 colours, whose shade is the terminal's palette."""
-DIFF_STYLE = {
-    "file": "bold",
-    "added": "$legible-success",
-    "removed": "$legible-error",
-    "hunk": "$legible-primary",
-    "note": "$text-muted italic",
-}
-"""How ``colored_diff`` draws each kind of line: file headers, added and removed lines, hunk
-headers and notes (``\\ No newline at end of file``)."""
 ITEM_COLUMNS = (
     Column("mark", "", 1),
     Column("class", "class", 15, min_width=9),
@@ -142,6 +133,7 @@ class DriftScreen(InspectorScreen):
             self._fill_items(self.report)
             if table.row_count:
                 table.move_cursor(row=min(row, table.row_count - 1), animate=False)
+            self._show_diff()  # its colours too are resolved for one theme
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="drift-runs")
     def load_runs(self) -> None:
@@ -247,7 +239,8 @@ class DriftScreen(InspectorScreen):
         row = self.query_one("#drift-table", DataTable).cursor_row
         item = self.report.items[min(row, len(self.report.items) - 1)]
         if item.diff:  # set exactly when the visible text differs
-            diff.update(colored_diff(item.diff))
+            diff.update(highlighted_diff(item.diff, item.path, self.app.get_css_variables(),
+                                         self.app.current_theme.dark))
         else:
             ref = qualified_ref(item, self.report.spans_places())
             meaning = DRIFT_CLASS_MEANINGS[item.drift_class].replace("`", "")
@@ -360,24 +353,3 @@ def qualified_ref(item: DriftItem, places: bool) -> str:
     """The item's source_ref, after its branch and root when the report spans several."""
     place = item.place() if places else None
     return f"{place}:{item.source_ref}" if place else item.source_ref
-
-
-def colored_diff(diff: str) -> Content:
-    """A unified diff with added lines green, removed lines red and hunk headers highlighted
-    (``DIFF_STYLE``; Content resolves the theme variables when it is drawn)."""
-    parts: list[str | tuple[str, str]] = []
-    for line in diff.splitlines():
-        if line.startswith(("+++", "---")):
-            parts.append((line, DIFF_STYLE["file"]))
-        elif line.startswith("+"):
-            parts.append((line, DIFF_STYLE["added"]))
-        elif line.startswith("-"):
-            parts.append((line, DIFF_STYLE["removed"]))
-        elif line.startswith("@@"):
-            parts.append((line, DIFF_STYLE["hunk"]))
-        elif line.startswith("\\"):
-            parts.append((line, DIFF_STYLE["note"]))
-        else:
-            parts.append(line)
-        parts.append("\n")
-    return Content.assemble(*parts[:-1])

@@ -11,7 +11,6 @@ import re
 from collections.abc import Callable
 
 from rich.style import Style
-from rich.syntax import Syntax
 from rich.table import Table as RichTable
 from rich.text import Text
 from textual.app import ComposeResult
@@ -22,12 +21,12 @@ from textual.widgets import Static
 
 from scopelens.core.readmodel import ItemView
 from scopelens.core.textsafety import short
+from scopelens.inspector.theme import legible
+from scopelens.inspector.widgets.syntax import highlighted_lines, legible_on
 
 TAB_WIDTH = 4
 TRIM_MARKER = re.compile(r"\[… lines? (\d+)(?:-(\d+))? trimmed …\]")
 """The line the trimmer puts where it cut (core.pipeline.trim.marker)."""
-SYNTAX_THEMES = {True: "monokai", False: "default"}
-"""Pygments styles for dark and light themes."""
 NOT_SEEN = "✂"
 """Gutter mark of a revealed trimmed line: it is shown here, but the model never saw it."""
 
@@ -53,17 +52,6 @@ def original_line_numbers(lines: list[str], span: str) -> list[str] | None:
             numbers.append(str(current))
             current += 1
     return numbers if current - 1 == int(last) else None
-
-
-def highlighted_lines(text: str, path: str | None, dark: bool) -> list[Text]:
-    """Each line of ``text`` highlighted by the language its path names (plain when unknown)."""
-    lexer = Syntax.guess_lexer(path, text) if path else "text"
-    if lexer in ("default", "text"):
-        return [Text(line) for line in text.split("\n")]
-    highlighted = Syntax(text, lexer, theme=SYNTAX_THEMES[dark], background_color="default").highlight(text)
-    highlighted.rstrip()  # highlight() ends the text with a newline of its own
-    lines = list(highlighted.split("\n", allow_blank=True))
-    return lines if len(lines) == text.count("\n") + 1 else [Text(line) for line in text.split("\n")]
 
 
 class EvidenceText(VerticalScroll):
@@ -114,12 +102,12 @@ class EvidenceText(VerticalScroll):
             return (background + Color.parse(colours[name])).hex
 
         warning = Style(color=solid("legible-warning"))
-        muted = Style(color=solid("foreground-muted"))
+        muted = Style(color=legible(Color.parse(solid("foreground-muted")), [background]).rich_color)
         not_seen = muted + Style(italic=True)
         lines = item.visible_text.split("\n")
         numbers = original_line_numbers(lines, item.lines)
-        shown_lines = highlighted_lines(item.visible_text.expandtabs(TAB_WIDTH), item.path,
-                                        self.app.current_theme.dark)
+        shown_lines = [legible_on(line, background) for line in highlighted_lines(
+            item.visible_text.expandtabs(TAB_WIDTH), item.path, self.app.current_theme.dark)]
         grid = RichTable.grid(padding=(0, 1))
         if numbers:
             grid.add_column(justify="right", no_wrap=True, style=muted)

@@ -16,7 +16,7 @@ from textual.markup import parse_style
 from textual.widget import Widget
 
 from scopelens.core.vocab import Stage
-from scopelens.inspector.screens.drift import CLASS_STYLE, DIFF_STYLE, DriftScreen
+from scopelens.inspector.screens.drift import CLASS_STYLE, DriftScreen
 from scopelens.inspector.screens.snapshot import BAD_STYLE, OK_STYLE, SnapshotScreen
 from scopelens.inspector.screens.whynot import WhyNotScreen
 from scopelens.inspector.theme import STAGE_STYLE
@@ -75,7 +75,7 @@ def check(widget: Widget, specs: dict[str, str], variables: dict[str, str], them
 async def test_drift_class_and_diff_colours_reach_aa(sample_store: Path, theme: str) -> None:
     app = build_app(sample_store, theme=theme)
     async with app.run_test(size=(120, 30)) as pilot:
-        await open_screen(pilot, DriftScreen(first_snapshot_of(sample_store)))
+        await open_screen(pilot, DriftScreen(first_snapshot_of(sample_store), run=True))
         variables = app.get_css_variables()
         screen = app.screen
         table, diff = screen.query_one("#drift-table"), screen.query_one("#drift-diff")
@@ -84,8 +84,31 @@ async def test_drift_class_and_diff_colours_reach_aa(sample_store: Path, theme: 
         short = check(table, classes, variables, theme)
         screen.set_focus(None)
         await pilot.pause()
-        short += check(table, classes, variables, theme) + check(diff, DIFF_STYLE, variables, theme)
+        short += check(table, classes, variables, theme) + drawn_short(diff, theme)
         assert not short, "\n".join(short)
+
+
+def drawn_short(widget: Widget, theme: str) -> list[str]:
+    """Every run of text the widget draws whose colour falls short of AA on the background it is
+    drawn on (its own, or the widget's): the whole highlighted diff, syntax tokens included."""
+    from rich.console import Console
+    from textual.widgets import Static
+
+    assert isinstance(widget, Static)
+    _base, ground = widget.background_colors
+    console = Console(width=100, color_system="truecolor", file=open("/dev/null", "w"))  # noqa: SIM115
+    short = []
+    drawn = 0
+    for segment in console.render(widget.content):
+        if not segment.text.strip() or segment.style is None or segment.style.color is None:
+            continue
+        colour = Color.from_rich_color(segment.style.color)
+        back = Color.from_rich_color(segment.style.bgcolor) if segment.style.bgcolor else ground
+        drawn += 1
+        if (ratio := contrast(colour, back)) < AA:
+            short.append(f"{theme} #{widget.id} {segment.text!r}: {ratio:.2f}")
+    assert drawn > 5, "the diff draws coloured text"
+    return short
 
 
 @pytest.mark.parametrize("theme", THEMES)
@@ -154,6 +177,10 @@ async def test_candidate_stages_and_item_marks_reach_aa(sample_store: Path, them
         await pilot.press("5")
         await settle(pilot)
         short += check(screen.query_one("#item-table"), marks, variables, theme)
+        items = screen.query_one("#item-table", FittedTable)
+        items.move_cursor(row=items.get_row_index("code#2"))  # TypeScript: highlighted tokens
+        await settle(pilot)
+        short += drawn_short(screen.query_one("#evidence-body"), theme)
         screen.set_focus(None)
         await pilot.pause()
         short += check(screen.query_one("#item-table"), marks, variables, theme)

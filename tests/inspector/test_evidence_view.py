@@ -9,8 +9,9 @@ from textual.widgets import Static
 
 from scopelens.core.readmodel import ReadModel
 from scopelens.inspector.screens.snapshot import SnapshotScreen
-from scopelens.inspector.widgets.evidence import NOT_SEEN, highlighted_lines
+from scopelens.inspector.widgets.evidence import NOT_SEEN
 from scopelens.inspector.widgets.fitted_table import FittedTable
+from scopelens.inspector.widgets.syntax import highlighted_lines
 from tests.inspector.conftest import build_app, open_screen, settle
 
 TRIMMED = "snap-flags-budget-trim-0001"
@@ -74,3 +75,28 @@ def test_code_is_highlighted_by_its_language_and_plain_text_is_not():
     assert not any(line.spans for line in highlighted_lines(code, "notes.unknownext", dark=True))
     go = highlighted_lines('package flags\n\nfunc A() string { return "a" }', "flags/flags.go", dark=False)
     assert go[0].spans and go[2].spans
+
+
+def test_diffs_are_highlighted_by_language_on_tinted_lines():
+    """Item 12: a diff's code is highlighted by its file's language; added and removed lines
+    keep their marker colour on a tinted background."""
+    from rich.console import Console
+    from textual.app import App
+
+    from scopelens.inspector.theme import legible_variables
+    from scopelens.inspector.widgets.diff import highlighted_diff
+
+    app = App()
+    app.theme = "textual-dark"
+    variables = app.get_css_variables()
+    variables |= legible_variables(variables)  # what InspectorApp adds to every theme
+    diff = ("--- a.py:1-2@old\n+++ a.py:1-2@new\n@@ -1,2 +1,2 @@\n def f(x):\n-    return 1\n+    return \"two\"\n")
+    console = Console(width=60, color_system="truecolor", file=open("/dev/null", "w"))  # noqa: SIM115
+    lines = console.render_lines(highlighted_diff(diff, "a.py", variables, dark=True), pad=False)
+    by_text = {"".join(s.text for s in line).rstrip(): line for line in lines}
+    added, removed, context = by_text['+    return "two"'], by_text["-    return 1"], by_text[" def f(x):"]
+    assert len({s.style.color for s in added if s.text.strip() and s.style}) >= 3  # marker, keyword, string
+    assert {s.style.bgcolor for s in added if s.text.strip()} != {s.style.bgcolor for s in removed if s.text.strip()}
+    assert all(s.style is None or s.style.bgcolor is None for s in context if s.text.strip())
+    plain = highlighted_diff(diff, "notes.unknownext", variables, dark=True)
+    assert plain is not None  # an unknown language still draws (markers and tints only)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
 from datetime import timedelta
 
@@ -69,7 +70,11 @@ async def test_compute_drift_after_a_workspace_change_and_see_the_diff(sample_st
         table.move_cursor(row=classes.index("content-changed"))
         await pilot.press("enter")
         await settle(pilot)
-        diff = str(screen.query_one("#drift-diff", Static).render())
+        from rich.console import Console
+
+        console = Console(width=120, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+        console.print(screen.query_one("#drift-diff", Static).content)
+        diff = console.export_text()
         assert diff.startswith("---") and "\n+" in diff and "\n-" in diff
         runs = screen.query_one("#runs-table", DataTable)
         assert runs.row_count >= 1

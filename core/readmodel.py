@@ -40,6 +40,7 @@ from scopelens.core.clock import Clock, IdSource
 from scopelens.core.contracts import (
     SCORE_COLUMNS,
     AuditSnapshot,
+    Event,
     Pins,
     RetrievalIntent,
     RetrievalPlan,
@@ -56,11 +57,13 @@ from scopelens.core.contracts import turn_count as turn_count
 from scopelens.core.errors import ScopelensError, StoreNotWritableError, UnknownIdError
 from scopelens.core.hashing import sha256_hex, text_hash
 from scopelens.core.index.chunks import fetch_chunks
+from scopelens.core.record.demo import recorded_findings
+from scopelens.core.record.findings import Finding as Finding
 from scopelens.core.store.engine import display_url
 from scopelens.core.store.store import Store, event_summary, stored_time_or_none
 from scopelens.core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
 from scopelens.core.store.verify import candidate_rows_agree, verify_session
-from scopelens.core.vocab import EventType, Stage
+from scopelens.core.vocab import EventType, FindingKind, Stage
 
 RowT = TypeVar("RowT")
 VerifyState = Literal["pending", "ok", "problem"]
@@ -209,6 +212,40 @@ class SnapshotView:
     """Sub-query id -> the recalled candidates (selected or rejected by the pipeline, not the
     probe's) from its sources: what it brought in, read from the snapshot, never re-searched.
     Where sub-queries share a source, its candidates count for each of them."""
+
+
+FindingOpens = Literal["citation", "item", "candidate", "event"]
+REPLY_FINDINGS = frozenset({FindingKind.CITATION_DISTORTION, FindingKind.UNSUPPORTED_CITATION, FindingKind.UNCITED_REPLY})
+"""Findings about what a reply cited (or did not): they lead to the reply."""
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """A finding recorded for this store, and where in the store it leads."""
+
+    finding: Finding
+    seq: int | None
+    """The event it is about in its session's timeline: the reply, for a finding about a
+    reply; else the snapshot's event; else its turn's first event. None: its session has no
+    such event in this store."""
+    opens: FindingOpens
+    """What shows it best: ``citation``, the reply's citation on the snapshot's Citations tab;
+    ``item``, the shown item on the Evidence tab; ``candidate``, the withheld row on the
+    Candidates tab (filtered by its source_ref); ``event``, the event ``seq`` in the timeline."""
+    reply_ref: str | None = None
+    """``session#seq`` of the reply, for a finding about a reply."""
+
+
+@dataclass(frozen=True)
+class FindingsView:
+    """Every finding recorded for this store, and where they come from."""
+
+    findings: tuple[FindingView, ...]
+    """Session by session (in the order they were recorded), turn by turn."""
+    stamp: str | None
+    """The file they were read from (the demo's stamp beside the store), if there is one."""
+    problem: str | None = None
+    """Why a stamp beside the store gives no findings (unreadable, or another store's)."""
 
 
 SessionSort = Literal["started", "project", "turns", "snapshots"]
@@ -522,6 +559,62 @@ class ReadModel:
 
     def why_not(self, snapshot_id: str, kind: QueryKind, value: str) -> WhyNotAnswer:
         return why_not(self.store, snapshot_id, kind, value)
+
+    # ------------------------------------------------------------------ findings
+
+    def findings(self) -> FindingsView:
+        """The findings recorded with this store's sessions (``scopelens demo`` keeps them in its
+        stamp, ``demo.json``, beside ``demo.db``), each with the event and row it leads to.
+
+        A store without a stamp has none; a stamp that cannot be read or names another store
+        head gives none and says why (``problem``): findings that may not hold are not shown.
+        """
+        recorded = recorded_findings(self.store)
+        stamp = str(recorded.stamp) if recorded.stamp is not None else None
+        events: dict[str, list[Event]] = {}
+        views: list[FindingView] = []
+        for finding in recorded.findings:
+            if finding.session_id not in events:
+                try:
+                    events[finding.session_id] = self.store.events(finding.session_id)
+                except UnknownIdError:
+                    events[finding.session_id] = []
+            views.append(self._locate(finding, events[finding.session_id]))
+        order = {session_id: index for index, session_id in enumerate(events)}
+        views.sort(key=lambda view: (order[view.finding.session_id], view.finding.turn))  # stable: rule order in a turn
+        return FindingsView(tuple(views), stamp, recorded.problem)
+
+    def _locate(self, finding: Finding, events: list[Event]) -> FindingView:
+        """The event a finding is about, and what shows it best (see FindingView)."""
+        turn = [e for e in events if e.turn == finding.turn]
+        if finding.kind in REPLY_FINDINGS:
+            replies = [e for e in turn if e.type == EventType.MODEL_RESPONSE]
+            citing = [e for e in replies if finding.citation_id in e.payload.get("cited_ids", ())]
+            if replies:
+                reply = (citing or replies)[0]
+                ref = f"{reply.session_id}#{reply.seq}"
+                opens: FindingOpens = "citation" if citing and finding.snapshot_id else "event"
+                return FindingView(finding, reply.seq, opens, ref)
+        if finding.snapshot_id:
+            created = next((e for e in events if e.type == EventType.RETRIEVAL_SNAPSHOT_CREATED
+                            and e.payload.get("snapshot_id") == finding.snapshot_id), None)
+            if created is not None:
+                if finding.citation_id and finding.kind not in REPLY_FINDINGS:
+                    return FindingView(finding, created.seq, "item")
+                if finding.source_ref and self._has_row(finding.snapshot_id, finding.source_ref):
+                    return FindingView(finding, created.seq, "candidate")
+                return FindingView(finding, created.seq, "event")
+        return FindingView(finding, turn[0].seq if turn else None, "event")
+
+    def _has_row(self, snapshot_id: str, source_ref: str) -> bool:
+        """Whether a snapshot recorded a candidate row for ``source_ref``."""
+        table = SnapshotCandidateRow
+        with self.store.read() as conn:
+            found = conn.execute(
+                sa_select(col(table.ordinal)).where(col(table.snapshot_id) == snapshot_id, col(table.source_ref) == source_ref)
+                .limit(1)
+            ).first()
+        return found is not None
 
     def snapshot_ids(self, session_id: str) -> tuple[str, ...]:
         """The session's snapshots in the order they were recorded (turn order)."""

@@ -5,7 +5,9 @@ is missing, when the samples, the engine version or the engine's configuration c
 it was built, or when asked to, and otherwise reuses it. A stamp beside it (``demo.json``)
 holds the hash of the samples, the engine version and configuration hash, the store head it
 was built with and the findings of each scenario, so a reused store can be summarised
-without recording again.
+without recording again, and so a reader of the store (the inspector's Findings screen) can
+list them: :func:`recorded_findings` reads them back for a store whose head is the one the
+stamp names, and says why when it cannot.
 
 The store is built under a temporary name, verified, and only then moved into place, so an
 interrupted build never leaves a half-built demo store behind.
@@ -20,19 +22,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 import scopelens.core
 from scopelens.core import ENGINE_VERSION
 from scopelens.core.contracts import SCHEMA_VERSION
 from scopelens.core.errors import IntegrityError, ScopelensError, UnreadableFileError
+from scopelens.core.record.findings import Finding
 from scopelens.core.record.recorder import record_scripts
 from scopelens.core.record.script import SCRIPT_FILE
+from scopelens.core.store.engine import sqlite_path_of
 from scopelens.core.store.store import Store
 from scopelens.core.store.verify import verify_store
+from scopelens.core.textsafety import clip, short
 
 SAMPLES_ENV = "SCOPELENS_SAMPLES"
 DEMO_DB = "demo.db"
 STAMP = "demo.json"
 SKIPPED_NAMES = frozenset({"__pycache__", ".DS_Store"})
+STAMP_KIND = "demo-stamp"
 
 
 def samples_dir() -> Path:
@@ -155,7 +163,7 @@ def _build(directory: Path, samples: Path, current: str) -> dict[str, Any]:
         building.unlink(missing_ok=True)
     stamp = {
         "schema_version": SCHEMA_VERSION,
-        "kind": "demo-stamp",
+        "kind": STAMP_KIND,
         "samples": str(samples),
         "samples_hash": current,
         "engine_version": ENGINE_VERSION,
@@ -176,3 +184,66 @@ def _config_hash() -> str:
     from scopelens.core.pipeline.retriever import engine_config
 
     return document_hash(engine_config())
+
+
+# --------------------------------------------------------------------------- reading findings back
+
+
+@dataclass(frozen=True)
+class RecordedFindings:
+    """The findings recorded for one store, as the stamp beside it holds them."""
+
+    findings: tuple[Finding, ...]
+    """In the stamp's order: scenario by scenario, each in the order its rules found them."""
+    stamp: Path | None
+    """The stamp beside the store (None: there is none, or the store is not a SQLite file)."""
+    problem: str | None = None
+    """Why a stamp beside the store gives no findings, in one line: it cannot be read, or it
+    was written for another store (its head differs)."""
+
+
+def recorded_findings(store: Store) -> RecordedFindings:
+    """The findings of the stamp beside ``store``'s file, when the stamp is this store's.
+
+    A stamp belongs to the store whose store head it names: the head hashes every event, so a
+    store with another head (another store, or this one after more was recorded into it) would
+    be shown findings that may not hold, and gets none, with the reason. A missing stamp is
+    no problem (most stores are not the demo's); one that is not a readable stamp is a problem,
+    never an exception.
+    """
+    path = sqlite_path_of(store.url)
+    if path is None:
+        return RecordedFindings((), None)
+    stamp_path = path.parent / STAMP
+    if not stamp_path.is_file():
+        return RecordedFindings((), None)
+    try:
+        stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        return RecordedFindings((), stamp_path, f"{STAMP} beside this store cannot be read ({_first_line(exc)})")
+    if not isinstance(stamp, dict) or stamp.get("kind") != STAMP_KIND:
+        return RecordedFindings((), stamp_path, f"{STAMP} beside this store is not a scopelens demo stamp")
+    _, head = store.store_head()
+    stamped = stamp.get("store_head")
+    if stamped != head:
+        written_for = f"store head {short(stamped)}" if isinstance(stamped, str) and stamped else "no store head"
+        return RecordedFindings((), stamp_path, (
+            f"{STAMP} beside this store was written for {written_for}, and this store's head is {short(head)}: "
+            "its findings may not hold here, so none are shown (`scopelens demo` rebuilds the demo store with its findings)"
+        ))
+    try:
+        findings = tuple(
+            Finding.model_validate(finding) for scenario in stamp["scenarios"] for finding in scenario["findings"]
+        )
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        return RecordedFindings((), stamp_path, f"{STAMP} beside this store holds no readable findings ({_first_line(exc)})")
+    return RecordedFindings(findings, stamp_path)
+
+
+def _first_line(error: BaseException) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "finding"
+        return clip(f"{where}: {first['msg']}", 160)
+    text = str(error).strip()
+    return clip(text.splitlines()[0], 160) if text else type(error).__name__

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scopelens.core.clock import SequentialIds, SteppingClock
-from scopelens.core.record.recorder import record_scripts
+from scopelens.core.record.demo import DEMO_DB, STAMP, ensure_demo_store
 from scopelens.inspector.app import InspectorApp, make_app
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
@@ -20,21 +20,36 @@ DRIFT_CLOCK_START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="session")
-def sample_store_master(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("samples")
-    db = directory / "samples.db"
-    (directory / "work").mkdir()
-    record_scripts(sorted(SAMPLES.glob("*/script.json")), db=str(db), workdir=directory / "work")
-    return db
+def demo_build(tmp_path_factory) -> Path:
+    """The sample sessions recorded once, as `scopelens demo` records them: the directory that
+    holds demo.db and its stamp demo.json (with the findings), never the user's data directory."""
+    directory = tmp_path_factory.mktemp("demo-build")
+    ensure_demo_store(directory=directory, samples=SAMPLES)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def sample_store_master(demo_build) -> Path:
+    return demo_build / DEMO_DB
 
 
 @pytest.fixture
 def sample_store(sample_store_master, tmp_path) -> Path:
-    """A private copy of the sample store (drift runs write to it)."""
+    """A private copy of the sample store (drift runs write to it), without the demo's stamp."""
     copy = tmp_path / "store" / "samples.db"
     copy.parent.mkdir()
     shutil.copy2(sample_store_master, copy)
     return copy
+
+
+@pytest.fixture
+def demo_store(demo_build, tmp_path) -> Path:
+    """A private copy of the demo store with its stamp beside it, as `scopelens demo` leaves them."""
+    directory = tmp_path / "demo"
+    directory.mkdir()
+    for name in (DEMO_DB, STAMP):
+        shutil.copy2(demo_build / name, directory / name)
+    return directory / DEMO_DB
 
 
 def first_snapshot_of(db: Path, session_id: str = "s-auth-role-mock-0001") -> str:

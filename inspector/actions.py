@@ -76,6 +76,12 @@ ACTIONS: tuple[Action, ...] = (
     Action("whynot.ask", "enter", "ask", "Ask", "Answer for the typed source_ref, path, symbol or text", "why-not: ask", "whynot", show=False),
     Action("whynot.open", "enter", "open_match", "Open row", "Open the highlighted match's row on the snapshot screen", "why-not: open row", "whynot"),
     Action("help.everything", "a", "toggle_everything", "Everything", "Every screen's keys, or back to this screen's", "help: toggle everything", "help"),
+    Action("sessions.findings", "f", "open_findings", "Findings", "What went wrong in the recorded sessions, and where",
+           "findings: list", "sessions"),
+    Action("findings.open", "enter", "open_finding", "Open", "Open what the highlighted finding is about: its citation, item, row or event",
+           "finding: open", "findings"),
+    Action("findings.turn", "t", "open_turn", "Turn", "Open the finding's turn in its session's timeline",
+           "finding: open its turn in the timeline", "findings"),
 )
 
 def bindings_for(scope: str) -> list[BindingType]:

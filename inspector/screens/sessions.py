@@ -10,8 +10,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Static
 
 from scopelens.core.clock import when
-from scopelens.core.readmodel import SESSION_SORTS, Page, SessionSort, SessionView, VerifyStatus
-from scopelens.inspector.actions import bindings_for
+from scopelens.core.readmodel import SESSION_SORTS, FindingsView, Page, SessionSort, SessionView, VerifyStatus
+from scopelens.inspector.actions import ACTIONS, bindings_for, effective_key, key_label
 from scopelens.inspector.screens.base import InspectorScreen, problem_line, shows_problems
 from scopelens.inspector.screens.paging import KeyPaging
 from scopelens.inspector.theme import rich_style
@@ -35,6 +35,7 @@ COLUMNS = (
     Column("title", "title", 40, min_width=16, flex=1, drop=3),
 )
 """Narrow terminals hide title, then branch; the line under the table shows both."""
+FINDINGS = next(a for a in ACTIONS if a.id == "sessions.findings")
 
 
 class SessionsScreen(InspectorScreen):
@@ -57,6 +58,11 @@ class SessionsScreen(InspectorScreen):
             super().__init__()
             self.statuses = statuses
 
+    class FindingsCounted(Message):
+        def __init__(self, view: FindingsView) -> None:
+            super().__init__()
+            self.view = view
+
     def __init__(self) -> None:
         super().__init__()
         self.sort: SessionSort = "started"
@@ -67,6 +73,9 @@ class SessionsScreen(InspectorScreen):
         self.verifying: set[str] = set()
         """Sessions handed to a verify worker whose result has not arrived yet."""
         self.verify_scheduled = False
+        self.findings_hint = ""
+        """What the status line says of the store's findings ("" when it has none)."""
+        self.page_status = ""
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -88,6 +97,7 @@ class SessionsScreen(InspectorScreen):
             self.show_problem(error)
             return
         self._show(first, append=False, generation=self.paging.generation)
+        self.count_findings()
 
     # ------------------------------------------------------------------ loading
 
@@ -123,6 +133,26 @@ class SessionsScreen(InspectorScreen):
                 batch = {}
         if batch:
             self.post_message(self.VerifyChecked(batch))
+
+    @work(thread=True, exit_on_error=False, group="sessions-findings")
+    def count_findings(self) -> None:
+        """Read the store's findings off the UI thread, after the first paint: the status line says how many."""
+        try:
+            view = self.host.model.findings()
+        except Exception:  # noqa: BLE001 - only a hint here: the Findings screen shows what went wrong
+            return
+        self.post_message(self.FindingsCounted(view))
+
+    @on(FindingsCounted)
+    def findings_counted(self, message: FindingsCounted) -> None:
+        count = len(message.view.findings)
+        key = key_label(effective_key(FINDINGS, self.host.keymap))
+        self.findings_hint = f"{count} finding{'s' * (count != 1)}: {key} lists them" if count else ""
+        self._show_status()
+
+    def _show_status(self) -> None:
+        hint = f" · {self.findings_hint}" if self.findings_hint else ""
+        self.query_one("#sessions-status", Static).update(self.page_status + hint)
 
     @property
     def verify_pending(self) -> bool:
@@ -167,9 +197,8 @@ class SessionsScreen(InspectorScreen):
         self.loaded += [view for view in page.rows if view.id not in shown]
         arrow = "↓" if self.descending else "↑"
         more = " · m: more" if self.paging.next_after else ""
-        self.query_one("#sessions-status", Static).update(
-            f"{len(self.loaded)} of {page.total} sessions · sorted by {self.sort} {arrow}{more}"
-        )
+        self.page_status = f"{len(self.loaded)} of {page.total} sessions · sorted by {self.sort} {arrow}{more}"
+        self._show_status()
         empty = self.query_one("#sessions-empty", Static)
         if page.total == 0:
             empty.update(
@@ -254,6 +283,11 @@ class SessionsScreen(InspectorScreen):
         if request is not None:
             after, generation = request
             self.load_page(append=True, after=after, generation=generation)
+
+    def action_open_findings(self) -> None:
+        from scopelens.inspector.screens.findings import FindingsScreen
+
+        self.app.push_screen(FindingsScreen())
 
     def action_copy_id(self) -> None:
         session_id = self.highlighted_id()

@@ -124,19 +124,25 @@ class SnapshotScreen(InspectorScreen):
             self.append = append
             self.generation = generation
 
-    def __init__(self, snapshot_id: str, tab: str = "evidence", *, citation: tuple[str, str] | None = None) -> None:
-        """``citation``: (reply ref, cited id) to put the Citations cursor on once loaded."""
+    def __init__(
+        self, snapshot_id: str, tab: str = "evidence", *, citation: tuple[str, str] | None = None,
+        item: str | None = None, candidates: str = "",
+    ) -> None:
+        """``citation``: (reply ref, cited id) to put the Citations cursor on once loaded;
+        ``item``: the citation id of the item to put the Evidence cursor on once loaded;
+        ``candidates``: the candidates filter to open with (a source_ref: its rows)."""
         super().__init__()
         self.snapshot_id = snapshot_id
         self.initial_tab = tab
         self.focus_citation = citation
+        self.focus_item = item
         self.view: SnapshotView | None = None
         self.session_snapshots: tuple[str, ...] = ()
         """Every snapshot of this one's session, in turn order (n/p walk them)."""
         self.sort = "ordinal"
         self.descending = False
         self.candidate_rows: dict[str, CandidateRow] = {}
-        self.filter_text = ""
+        self.filter_text = candidates
         self.stage_filter: Stage | None = None
         self.paging: KeyPaging = KeyPaging()
         self.show_trimmed = False
@@ -156,7 +162,7 @@ class SnapshotScreen(InspectorScreen):
                 yield Funnel(id="funnel-chart")
                 yield Static("", id="budget-line", markup=False)
             with TabPane("4 Candidates", id="candidates"):
-                yield TextInput(placeholder="filter by source_ref or reason", id="candidate-filter")
+                yield TextInput(value=self.filter_text, placeholder="filter by source_ref or reason", id="candidate-filter")
                 yield FittedTable(CANDIDATE_COLUMNS, id="candidate-table", cursor_type="row", zebra_stripes=True)
                 yield Static("", id="candidate-detail", classes="detail-line", markup=False)
                 yield Static("", id="candidate-status", classes="status-line", markup=False)
@@ -313,7 +319,10 @@ class SnapshotScreen(InspectorScreen):
         for item in view.items:
             table.add_row(item.citation_id, item.source_ref, OK if item.hash_ok else BAD,
                           str(len(item.trim_ranges)) if item.trim_ranges else "-", key=item.citation_id)
-        self._show_item(view.items[0] if view.items else None)
+        focused = next((i for i in view.items if i.citation_id == self.focus_item), None)
+        if focused is not None:
+            table.move_cursor(row=table.get_row_index(focused.citation_id), animate=False)
+        self._show_item(focused or (view.items[0] if view.items else None))
 
     def _show_item(self, item: ItemView | None) -> None:
         revealed = None

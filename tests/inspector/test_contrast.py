@@ -185,3 +185,21 @@ async def test_candidate_stages_and_item_marks_reach_aa(sample_store: Path, them
         await pilot.pause()
         short += check(screen.query_one("#item-table"), marks, variables, theme)
         assert not short, "\n".join(short)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+async def test_finding_outcome_colours_reach_aa(demo_store: Path, theme: str) -> None:
+    from scopelens.inspector.screens.findings import OUTCOME_STYLE, FindingsScreen
+
+    app = build_app(demo_store, theme=theme)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_screen(pilot, FindingsScreen())
+        variables = app.get_css_variables()
+        outcomes = {outcome.value: spec for outcome, spec in OUTCOME_STYLE.items()}
+        table = app.screen.query_one("#findings")
+        assert table.has_focus
+        short = check(table, outcomes, variables, theme)
+        app.screen.set_focus(None)
+        await pilot.pause()
+        short += check(table, outcomes, variables, theme)
+        assert not short, "\n".join(short)

@@ -1,7 +1,8 @@
 """The demo's findings inside the inspector, each leading to its turn ([5/9] item 15, onboarding).
 
 `scopelens demo` keeps the findings of each scenario in its stamp (demo.json beside demo.db);
-the read model reads them back for the store the stamp names (by store head).
+the read model reads them back for the store the stamp names (by store head), and the
+Findings screen lists them and opens what each is about.
 """
 
 from __future__ import annotations
@@ -10,10 +11,17 @@ import json
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from scopelens.core.readmodel import FindingView, ReadModel
 from scopelens.core.record.demo import STAMP
 from scopelens.core.vocab import FindingKind, Outcome
+from scopelens.inspector.screens.findings import FindingsScreen
+from scopelens.inspector.screens.sessions import SessionsScreen
+from scopelens.inspector.screens.snapshot import SnapshotScreen
+from scopelens.inspector.screens.timeline import TimelineScreen
+from scopelens.inspector.widgets.fitted_table import FittedTable
+from tests.inspector.conftest import build_app, settle
 
 AUTH = "s-auth-role-mock-0001"
 BILLING = "s-billing-cents-time-0001"
@@ -117,3 +125,134 @@ def test_a_stamp_written_for_another_store_head_is_not_believed(demo_store):
     view = findings_of(demo_store)
     assert view.findings == ()
     assert view.problem is not None and "written for store head 000000000000…" in view.problem
+
+
+# --------------------------------------------------------------------------- the screen
+
+
+def status(app, widget_id: str) -> str:  # type: ignore[no-untyped-def]
+    return str(app.screen.query_one(f"#{widget_id}", Static).render())
+
+
+async def open_findings(pilot) -> FindingsScreen:  # type: ignore[no-untyped-def]
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, SessionsScreen)
+    await pilot.press("f")
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, FindingsScreen)
+    return screen
+
+
+async def test_the_sessions_screen_counts_the_findings_and_f_lists_every_one(demo_store):
+    app = build_app(demo_store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        count = len(stamped_findings(demo_store))
+        assert status(app, "sessions-status").endswith(f" · {count} findings: f lists them")
+        screen = await open_findings(pilot)
+        table = screen.query_one(FittedTable)
+        assert table.row_count == count and table.has_focus
+        assert status(app, "findings-status").startswith(f"{count} findings in 4 sessions: ")
+        first = table.row_values("0")
+        assert (first["outcome"].plain, first["kind"], first["session"], first["turn"]) == (
+            "occurred", "similarity-pollution", AUTH, "2")
+        assert str(first["outcome"].style.color.get_truecolor().hex).upper() == app.theme_variables["legible-error"].upper()
+        detail = status(app, "finding-detail")
+        assert "selected on word overlap alone" in detail and "enter: the item on the snapshot's Evidence tab" in detail
+        assert not screen.query_one("#findings-empty").display
+
+
+async def highlight(pilot, screen: FindingsScreen, view: FindingView) -> None:  # type: ignore[no-untyped-def]
+    assert screen.view is not None
+    table = screen.query_one(FittedTable)
+    table.move_cursor(row=screen.view.findings.index(view))
+    await settle(pilot)
+
+
+async def test_enter_opens_what_each_finding_is_about_and_t_its_turn(demo_store):
+    """A citation on Citations, a shown item on Evidence, a withheld row on Candidates, else the event."""
+    app = build_app(demo_store)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_findings(pilot)
+        assert screen.view is not None
+        findings = screen.view.findings
+
+        async def enter_on(view: FindingView):  # type: ignore[no-untyped-def]
+            await highlight(pilot, screen, view)
+            await pilot.press("enter")
+            await settle(pilot)
+            return app.screen
+
+        # The reply cited [rule#2], which the model was never shown: its ✗ row on Citations.
+        opened = await enter_on(one(findings, FindingKind.CITATION_DISTORTION, Outcome.OCCURRED))
+        assert isinstance(opened, SnapshotScreen) and opened.snapshot_id == "snap-auth-role-mock-0001"
+        assert opened.query_one(TabbedContent).active == "citations"
+        assert opened.query_one("#citation-table", FittedTable).cursor_key() == f"dangling:{AUTH}#6:rule#2"
+        await pilot.press("escape")
+        await settle(pilot)
+
+        # An item selected on word overlap alone: that item on Evidence.
+        opened = await enter_on(one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.OCCURRED, citation_id="doc#1"))
+        assert isinstance(opened, SnapshotScreen) and opened.query_one(TabbedContent).active == "evidence"
+        assert opened.query_one("#item-table", FittedTable).cursor_key() == "doc#1"
+        await pilot.press("escape")
+        await settle(pilot)
+
+        # A memory the engine withheld: its row on Candidates, filtered to it.
+        opened = await enter_on(one(findings, FindingKind.CANDIDATE_MEMORY_POLLUTION, Outcome.PREVENTED))
+        assert isinstance(opened, SnapshotScreen) and opened.query_one(TabbedContent).active == "candidates"
+        assert opened.query_one("#candidate-filter", Input).value == "memory:mem-auth-default-guess"
+        rows = opened.candidate_rows
+        assert [r.source_ref for r in rows.values()] == ["memory:mem-auth-default-guess"]
+        key = opened.query_one("#candidate-table", FittedTable).cursor_key()
+        assert key is not None and rows[key].stage.value == "memory-status"
+        await pilot.press("escape")
+        await settle(pilot)
+
+        # A citation by path the block never had: the reply, in the timeline.
+        opened = await enter_on(one(findings, FindingKind.CITATION_DISTORTION, Outcome.OCCURRED, BILLING))
+        assert isinstance(opened, TimelineScreen) and opened.session_id == BILLING
+        assert opened.rows[opened.query_one(DataTable).cursor_row] == (3, 9)
+        await pilot.press("escape")
+        await settle(pilot)
+
+        # t: any finding's turn in the timeline, on the event it is about.
+        await highlight(pilot, screen, one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.PREVENTED,
+                                           stage="not-recalled"))
+        await pilot.press("t")
+        await settle(pilot)
+        opened = app.screen
+        assert isinstance(opened, TimelineScreen) and opened.session_id == AUTH
+        assert opened.rows[opened.query_one(DataTable).cursor_row] == (3, 7)
+
+
+async def test_a_store_without_findings_says_where_they_come_from(sample_store):
+    app = build_app(sample_store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert "finding" not in status(app, "sessions-status")
+        screen = await open_findings(pilot)
+        empty = status(app, "findings-empty")
+        assert screen.query_one("#findings-empty").display and not screen.query_one(FittedTable).display
+        assert empty.startswith("No findings are recorded for this store.") and "`scopelens demo`" in empty
+        assert status(app, "findings-status") == "no findings"
+        await pilot.press("enter", "t")  # nothing to open: nothing happens
+        await settle(pilot)
+        assert app.screen is screen
+
+
+@pytest.mark.parametrize("case", ["not json", "a finding that is no finding"])
+async def test_a_malformed_stamp_is_said_on_the_screen_and_nothing_crashes(demo_store, case):
+    break_stamp(demo_store, case)
+    app = build_app(demo_store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert "finding" not in status(app, "sessions-status")
+        screen = await open_findings(pilot)
+        empty = status(app, "findings-empty")
+        assert empty.startswith(f"✗ {STAMP} beside this store") and "`scopelens demo`" in empty
+        assert screen.query_one("#findings-empty").has_class("bad-mark")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, SessionsScreen) and app.is_running

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scopelens.inspector.screens.drift import DriftScreen, SessionDriftScreen
+from scopelens.inspector.screens.findings import FindingsScreen
 from scopelens.inspector.screens.help import HelpScreen
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
@@ -128,3 +129,20 @@ def test_light_theme_screens(snap_compare, sample_store, screen):
     keys = LIGHT_KEYS.get(screen, ())
     assert snap_compare(build_app(sample_store, theme="textual-light"), terminal_size=(100, 30),
                         run_before=opening(lambda: LIGHT_SCREENS[screen](sample_store), *keys))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_findings_screen(snap_compare, demo_store, size):
+    """The demo's findings, turn by turn in their outcome's colour; the first in full below, with where enter leads."""
+    assert snap_compare(build_app(demo_store), terminal_size=size, run_before=opening(FindingsScreen))
+
+
+def test_findings_screen_without_findings(snap_compare, sample_store):
+    """A store with no demo stamp: the Findings screen says where findings come from."""
+    assert snap_compare(build_app(sample_store), terminal_size=(80, 24), run_before=opening(FindingsScreen))
+
+
+def test_light_theme_findings(snap_compare, demo_store):
+    """The findings in the light theme (outcome colours must stay legible)."""
+    assert snap_compare(build_app(demo_store, theme="textual-light"), terminal_size=(100, 30),
+                        run_before=opening(FindingsScreen))

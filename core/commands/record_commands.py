@@ -119,3 +119,5 @@ def print_demo_summary(path: Path, rebuilt: bool, reason: str, stamp: dict[str, 
             print(f"      {kind}{f' x{count}' if count > 1 else ''}")
         for missing in scenario.get("unmet", []):
             print(f"      expected but not found: {missing['finding']}")
+    if any(scenario["findings"] for scenario in scenarios):
+        print("in the inspector, f on the sessions screen lists the findings; enter opens the turn each is about")

@@ -22,6 +22,7 @@ def test_demo_no_ui_on_a_clean_home_builds_then_reuses(capsys):
     for scenario in ("auth-role-mock", "billing-cents-time", "flags-budget-trim", "limiter-replay-drift"):
         assert scenario in first
     assert "store head:" in first and str(directory / DEMO_DB) in first
+    assert "f on the sessions screen lists the findings" in first  # where to find them inside
     assert (directory / STAMP).is_file()
     built = (directory / DEMO_DB).stat().st_mtime_ns
 

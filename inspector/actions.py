@@ -94,9 +94,14 @@ def bindings_for(scope: str) -> list[BindingType]:
     ]
 
 
+WITH_INPUTS = frozenset({"sessions", "snapshot", "whynot"})
+"""Screens with a text field, where the input's own keys (esc) apply too."""
+
+
 def actions_for(scope: str) -> list[Action]:
-    """The actions of one screen, then the app-wide ones."""
-    return [a for a in ACTIONS if a.scope == scope] + [a for a in ACTIONS if a.scope == "app" != scope]
+    """The actions of one screen (and of its text fields), then the app-wide ones."""
+    own = [a for a in ACTIONS if a.scope == scope or (a.scope == "input" and scope in WITH_INPUTS)]
+    return own + [a for a in ACTIONS if a.scope == "app" != scope]
 
 
 def effective_key(action: Action, keymap: Mapping[str, str]) -> str:

@@ -17,7 +17,7 @@ class ActionCommands(Provider):
 
     def _actions(self) -> list[Action]:
         scope = getattr(self.screen, "SCOPE", "app")
-        return actions_for(scope)
+        return [a for a in actions_for(scope) if a.scope != "input"]  # a field's key, not a command
 
     def _help(self, action: Action) -> str:
         """``Compare this snapshot with today's index  (d)``: the palette teaches the key."""

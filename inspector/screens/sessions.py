@@ -97,7 +97,7 @@ class SessionsScreen(InspectorScreen):
             self.show_problem(error)
             return
         self._show(first, append=False, generation=self.paging.generation)
-        self.count_findings()
+        self.call_after_refresh(self.count_findings)  # after the first paint: a thread started now competes with it
 
     # ------------------------------------------------------------------ loading
 

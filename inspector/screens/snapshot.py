@@ -145,6 +145,8 @@ class SnapshotScreen(InspectorScreen):
         self.filter_text = candidates
         self.stage_filter: Stage | None = None
         self.paging: KeyPaging = KeyPaging()
+        self.evidence_pending = False
+        """The highlighted item changed while Evidence was hidden: draw it when Evidence is shown."""
         self.show_trimmed = False
         self.trimmed: dict[str, tuple[str | None, ...]] = {}
         """Citation id -> the text of each of its trim ranges, read when first shown."""
@@ -242,7 +244,12 @@ class SnapshotScreen(InspectorScreen):
         self.query_one("#budget-line", Static).update(f"budget: {view.budget_line}{missing}")
         self._show_items(view)
         self._show_citations(view)
-        self.query_one(RequestView).show(view)
+        self._show_request()
+
+    def _show_request(self) -> None:
+        """The Request tab, drawn when it is shown (its block can be long)."""
+        if self.view is not None and self.query_one(TabbedContent).active == "request":
+            self.query_one(RequestView).show(self.view)
 
     def _show_scope(self, view: SnapshotView) -> None:
         scope, pins = view.scope, view.pins
@@ -325,6 +332,13 @@ class SnapshotScreen(InspectorScreen):
         self._show_item(focused or (view.items[0] if view.items else None))
 
     def _show_item(self, item: ItemView | None) -> None:
+        """Draw the item's evidence, or, while Evidence is hidden, keep it for when it is shown:
+        highlighting code is the slowest part of opening a snapshot, and most opens land on
+        another tab."""
+        if self.query_one(TabbedContent).active != "evidence":
+            self.evidence_pending = True
+            return
+        self.evidence_pending = False
         revealed = None
         if item is not None and item.trim_ranges and self.show_trimmed:
             revealed = self.trimmed.get(item.citation_id)
@@ -454,6 +468,10 @@ class SnapshotScreen(InspectorScreen):
         else:
             event.tabbed_content.query_one(Tabs).focus()
         self.refresh_bindings()
+        if event.pane is not None and event.pane.id == "evidence" and self.evidence_pending:
+            self._show_item(self._current_item())
+        elif event.pane is not None and event.pane.id == "request":
+            self._show_request()
 
     @on(DataTable.RowHighlighted, "#item-table")
     def item_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -28,8 +28,8 @@ def highlighted_diff(diff: str, path: str | None, variables: Mapping[str, str], 
     ground = Color.parse(variables["background"])
     foreground = legible(Color.parse(variables["foreground"]), [ground])
     lines = diff.splitlines()
-    code_at = [i for i, line in enumerate(lines) if line[:1] in ("+", "-", " ") and not line.startswith(("+++", "---"))]
-    code = highlighted_lines("\n".join(lines[i][1:] for i in code_at), path, dark)
+    code_at = [i for i, line in enumerate(lines) if line.startswith(("+", "-", " ")) and not line.startswith(("+++", "---"))]
+    code = highlighted_lines("\n".join(lines[i].removeprefix(lines[i][0]) for i in code_at), path, dark)  # minus the marker
     code_of = dict(zip(code_at, code, strict=True)) if len(code) == len(code_at) else {}
     parts: list[RenderableType] = []
     for index, line in enumerate(lines):

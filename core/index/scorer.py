@@ -35,11 +35,13 @@ work proportional to the postings it reads, with no Python loop over postings:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sqlite3
 import threading
 import weakref
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -63,6 +65,10 @@ SOURCE_CODES: dict[Source, int] = {source: code for code, source in enumerate(So
 _SOURCES: tuple[Source, ...] = tuple(Source)
 POSTINGS_CACHE_LIMIT = 400_000
 TERMS_CACHE_LIMIT = 200_000
+LIVE_SETS_CACHED = 8
+"""Distinct live sets (as_of, branch, root) whose statistics and terms a view keeps, LRU."""
+SCOPE_KEYS_REMEMBERED = 4096
+"""Scope keys whose live set a view remembers (a digest each: 32 bytes) before forgetting all."""
 _K1_PLUS_1 = BM25_K1 + 1.0
 _NO_POSITIONS = np.zeros(0, dtype=np.int64)
 DENSE_MIN_SHARE = 16
@@ -126,9 +132,15 @@ class _View:
     valid_to: np.ndarray
     source: np.ndarray
     length: np.ndarray
-    stats: dict[tuple[object, ...], tuple[np.ndarray, int, np.ndarray]] = field(default_factory=dict)
-    terms: dict[tuple[object, ...], dict[str, _Term | None]] = field(default_factory=dict)
-    """``scope key -> term -> _Term`` (``None``: no live chunk has the term)."""
+    stats: OrderedDict[bytes, tuple[np.ndarray, int, np.ndarray]] = field(default_factory=OrderedDict)
+    """``live set -> (live mask, N, length norms)``, least recently used first, at most
+    ``LIVE_SETS_CACHED``: keyed by the set of live chunks, not by ``as_of``, so a harness that
+    pins ``as_of`` to each request's time shares one entry between index runs."""
+    live_set_of: dict[tuple[object, ...], bytes] = field(default_factory=dict)
+    """``scope key -> live set``: the digest of the live mask a scope key gave (bounded)."""
+    terms: dict[bytes, dict[str, _Term | None]] = field(default_factory=dict)
+    """``live set -> term -> _Term`` (``None``: no live chunk has the term); dropped with its
+    live set."""
     cached_terms: int = 0
     dense_bytes: int = 0
     """Memory taken by the dense rows of this view's terms."""
@@ -411,10 +423,10 @@ class Scorer:
         segments = self._segments(view, flt)
         if not segments or not weights or top_k <= 0:
             return []
-        live, total, norm = self._stats(view, segments, flt)
+        live, total, norm, live_set = self._stats(view, segments, flt)
         if total == 0:
             return []
-        found = self._terms(view, segments, live, total, norm, flt, weights)
+        found = self._terms(view, segments, live, total, norm, live_set, weights)
         if not found:
             return []
         windowed = flt.include_after_us is not None or flt.exclude_after_us is not None or flt.sources is not None
@@ -519,12 +531,11 @@ class Scorer:
         segments = self._segments(view, flt)
         if not segments:
             return ()
-        key = (*_scope_key(flt), tuple(s.run_id for s in segments),
-               None if flt.sources is None else tuple(sorted(flt.sources)), flt.path_prefixes)
+        live, _total, _norm, live_set = self._stats(view, segments, flt)
+        key = (live_set, None if flt.sources is None else tuple(sorted(flt.sources)), flt.path_prefixes)
         cached = view.live_paths.get(key)
         if cached is not None:
             return cached
-        live, _total, _norm = self._stats(view, segments, flt)
         allowed = None
         if flt.sources is not None:
             allowed = np.zeros(len(SOURCE_CODES), dtype=bool)
@@ -552,11 +563,11 @@ class Scorer:
         segments = self._segments(view, flt)
         if not segments:
             return {}, 0
-        live, total, norm = self._stats(view, segments, flt)
+        live, total, norm, live_set = self._stats(view, segments, flt)
         if total == 0 or not wanted:
             return {}, total
-        self._terms(view, segments, live, total, norm, flt, wanted)
-        cache = view.terms.get(_scope_key(flt), {})
+        self._terms(view, segments, live, total, norm, live_set, wanted)
+        cache = view.terms.get(live_set, {})
         return {term: len(entry.positions) for term in wanted if (entry := cache.get(term)) is not None}, total
 
     @staticmethod
@@ -594,13 +605,13 @@ class Scorer:
         live: np.ndarray,
         total: int,
         norm: np.ndarray,
-        flt: RecallFilter,
+        live_set: bytes,
         weights: dict[str, float],
     ) -> list[tuple[_Term, float]]:
         """The query's terms that occur in a live chunk, with their weights, in query order."""
-        cache = view.terms.get(_scope_key(flt))
+        cache = view.terms.get(live_set)
         if cache is None:
-            cache = view.terms[_scope_key(flt)] = {}
+            cache = view.terms[live_set] = {}
         missing = [term for term in weights if term not in cache]
         if missing:
             if view.cached_terms + len(missing) > TERMS_CACHE_LIMIT:
@@ -642,27 +653,54 @@ class Scorer:
 
     def _stats(
         self, view: _View, segments: list[_Segment], flt: RecallFilter
-    ) -> tuple[np.ndarray, int, np.ndarray]:
-        """Live mask at ``as_of``, N, and each chunk's BM25 length norm ``k1 (1 - b + b dl/avgdl)``."""
-        key = _scope_key(flt)
-        cached = view.stats.get(key)
-        if cached is not None:
-            return cached
+    ) -> tuple[np.ndarray, int, np.ndarray, bytes]:
+        """Live mask at ``as_of``, N, each chunk's BM25 length norm ``k1 (1 - b + b dl/avgdl)``,
+        and the live set's digest (the key of every per-scope cache)."""
+        scope = _scope_key(flt)
+        digest = view.live_set_of.get(scope)
+        cached = view.stats.get(digest) if digest is not None else None
+        if cached is not None and digest is not None:
+            view.stats.move_to_end(digest)
+            return (*cached, digest)
+        live = self._live_mask(view, segments, flt)
+        digest = hashlib.blake2b(np.packbits(live).tobytes(), digest_size=16).digest()
+        if len(view.live_set_of) >= SCOPE_KEYS_REMEMBERED:
+            view.live_set_of.clear()
+        view.live_set_of[scope] = digest
+        cached = view.stats.get(digest)
+        if cached is not None:  # another as_of with the same live chunks
+            view.stats.move_to_end(digest)
+            return (*cached, digest)
+        total = int(live.sum())
+        avgdl = max(float(view.length[live].mean()) if total else 1.0, 1.0)
+        norm = (BM25_K1 * (1.0 - BM25_B + BM25_B * view.length / avgdl)).astype(np.float32)
+        view.stats[digest] = (live, total, norm)
+        while len(view.stats) > LIVE_SETS_CACHED:
+            self._forget(view, view.stats.popitem(last=False)[0])
+        return live, total, norm, digest
+
+    @staticmethod
+    def _live_mask(view: _View, segments: list[_Segment], flt: RecallFilter) -> np.ndarray:
         in_segments = np.zeros(len(view.chunk_ids), dtype=bool)
         for segment in segments:
             in_segments[segment.local_start : segment.local_start + len(segment.paths)] = True
         if flt.all_versions:
-            live = in_segments
-        elif flt.as_of_us is None:
+            return in_segments
+        live: np.ndarray
+        if flt.as_of_us is None:
             live = in_segments & (view.valid_to == FOREVER)
         else:
             live = in_segments & (view.valid_from <= flt.as_of_us) & (view.valid_to > flt.as_of_us)
-        total = int(live.sum())
-        avgdl = max(float(view.length[live].mean()) if total else 1.0, 1.0)
-        norm = (BM25_K1 * (1.0 - BM25_B + BM25_B * view.length / avgdl)).astype(np.float32)
-        result = (live, total, norm)
-        view.stats[key] = result
-        return result
+        return live
+
+    @staticmethod
+    def _forget(view: _View, digest: bytes) -> None:
+        """Drop what a view keeps for one live set (its terms and their dense rows)."""
+        terms = view.terms.pop(digest, {})
+        view.cached_terms -= len(terms)
+        view.dense_bytes -= sum(t.dense.nbytes for t in terms.values() if t is not None and t.dense is not None)
+        for key in [k for k in view.live_paths if k[0] == digest]:
+            del view.live_paths[key]
 
     @staticmethod
     def _window_mask(view: _View, candidates: np.ndarray, flt: RecallFilter) -> np.ndarray:

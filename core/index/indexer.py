@@ -562,9 +562,12 @@ def _sqlite_driver(connection: Connection) -> sqlite3.Connection | None:
 def _insert_many(
     connection: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple[Any, ...]]
 ) -> None:
-    """Insert plain tuples: on SQLite through ``_execute_batches``; elsewhere through SQLAlchemy."""
+    """Insert plain tuples: on SQLite through ``_execute_batches``, on PostgreSQL through ``COPY``
+    (``_copy_rows``), elsewhere through SQLAlchemy."""
     driver = _sqlite_driver(connection)
     if driver is None:
+        if _copy_rows(connection, table, columns, rows):
+            return
         listed = list(rows)
         if listed:
             connection.execute(table.insert(), [dict(zip(columns, row, strict=True)) for row in listed])
@@ -574,6 +577,23 @@ def _insert_many(
     # batches of flattened values, until islice() gives an empty one
     batches = iter(lambda: list(chain.from_iterable(islice(remaining, per_statement))), [])
     _execute_batches(driver, table, columns, batches)
+
+
+def _copy_rows(connection: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> bool:
+    """``COPY table (columns) FROM STDIN`` through psycopg, inside the caller's transaction: one
+    stream instead of a statement per batch of rows. False (nothing done) when the connection
+    is not psycopg's, so the caller inserts the rows itself."""
+    if connection.dialect.name != "postgresql":
+        return False
+    driver = connection.connection.dbapi_connection
+    cursor_of = getattr(driver, "cursor", None)
+    if cursor_of is None or not hasattr(driver, "pgconn"):  # psycopg 3 connections have a pgconn
+        return False
+    names = ", ".join(f'"{name}"' for name in columns)
+    with cursor_of() as cursor, cursor.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as copy:
+        for row in rows:
+            copy.write_row(row)
+    return True
 
 
 def _rows_per_statement(driver: sqlite3.Connection, columns: Sequence[str]) -> int:

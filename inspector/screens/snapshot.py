@@ -245,6 +245,7 @@ class SnapshotScreen(InspectorScreen):
         self._show_items(view)
         self._show_citations(view)
         self._show_request()
+        self.refresh_bindings()  # the keys that depend on the highlighted row
 
     def _show_request(self) -> None:
         """The Request tab, drawn when it is shown (its block can be long)."""
@@ -452,7 +453,26 @@ class SnapshotScreen(InspectorScreen):
             active = self.query_one(TabbedContent).active
         except NoMatches:  # not composed yet
             return False
-        return active in ((tabs,) if isinstance(tabs, str) else tabs)
+        if active not in ((tabs,) if isinstance(tabs, str) else tabs):
+            return False
+        if action == "toggle_trimmed":  # t only where something was trimmed
+            item = self._current_item()
+            return item is not None and bool(item.trim_ranges)
+        if action == "go_to_reply":  # g only where a reply cites the highlighted row
+            return bool(self._citing_replies(active))
+        return True
+
+    def _citing_replies(self, tab: str) -> tuple[str, ...]:
+        """The replies citing the highlighted item (Evidence) or citation (Citations)."""
+        if self.view is None:
+            return ()
+        if tab == "citations":
+            key = self.query_one("#citation-table", FittedTable).cursor_key()
+            if key is not None and key.startswith("dangling:"):
+                return (key.split(":")[1],)
+            return next((i.cited_by for i in self.view.items if i.citation_id == key), ())
+        item = self._current_item()
+        return item.cited_by if item is not None else ()
 
     @on(TabbedContent.TabActivated)
     def tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -477,6 +497,11 @@ class SnapshotScreen(InspectorScreen):
     def item_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if self.view is not None and event.row_key.value is not None:
             self._show_item(next((i for i in self.view.items if i.citation_id == event.row_key.value), None))
+        self.refresh_bindings()  # t and g depend on the highlighted item
+
+    @on(DataTable.RowHighlighted, "#citation-table")
+    def citation_highlighted(self) -> None:
+        self.refresh_bindings()  # g depends on the highlighted citation
 
     @on(DataTable.RowHighlighted, "#candidate-table")
     def candidate_highlighted(self) -> None:
@@ -525,16 +550,7 @@ class SnapshotScreen(InspectorScreen):
     def action_go_to_reply(self) -> None:
         """To the reply citing the highlighted item (Evidence) or citation (Citations), in the
         timeline: the one below this screen when it shows this session, else a new one."""
-        refs: tuple[str, ...] = ()
-        if self.query_one(TabbedContent).active == "citations":
-            key = self.query_one("#citation-table", FittedTable).cursor_key()
-            if key is not None and key.startswith("dangling:"):
-                refs = (key.split(":")[1],)
-            elif key is not None and self.view is not None:
-                refs = next((i.cited_by for i in self.view.items if i.citation_id == key), ())
-        else:
-            item = self._current_item()
-            refs = item.cited_by if item is not None else ()
+        refs = self._citing_replies(self.query_one(TabbedContent).active)
         if not refs:
             self.notify("No reply cites this item.", timeout=3)
             return

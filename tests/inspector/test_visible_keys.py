@@ -84,3 +84,26 @@ async def test_narrow_footer_keeps_back_and_quit(sample_store):
         await open_screen(pilot, SnapshotScreen(first_snapshot_of(sample_store), tab="candidates"))
         visible = {key.key for key in app.screen.query(FooterKey) if key.region.right <= 80 and key.region.width}
         assert {"escape", "q"} <= visible
+
+
+async def test_t_and_g_are_offered_only_where_they_act(sample_store):
+    """t needs an item with trimmed lines, g a reply citing the highlighted item or citation."""
+    from scopelens.inspector.widgets.fitted_table import FittedTable
+
+    app = build_app(sample_store)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_screen(pilot, SnapshotScreen("snap-auth-role-mock-0001", tab="evidence"))
+        items = app.screen.query_one("#item-table", FittedTable)
+        assert items.cursor_key() == "rule#1"  # neither trimmed nor cited
+        assert not {"t", "g"} & footer_keys(app)
+        items.move_cursor(row=items.get_row_index("doc#1"))  # cited by turn 2's reply
+        await settle(pilot)
+        assert "g" in footer_keys(app) and "t" not in footer_keys(app)
+        await open_screen(pilot, SnapshotScreen("snap-flags-budget-trim-0001", tab="evidence"))
+        items = app.screen.query_one("#item-table", FittedTable)
+        view = app.screen.view
+        assert view is not None
+        trimmed = next(item.citation_id for item in view.items if item.trim_ranges)
+        items.move_cursor(row=items.get_row_index(trimmed))
+        await settle(pilot)
+        assert "t" in footer_keys(app)

@@ -26,16 +26,16 @@ from sqlmodel import col, select
 from scopelens.core.audit.drift import DriftOutcome as DriftOutcome
 from scopelens.core.audit.drift import DriftRecorded as DriftRecorded
 from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
-from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run
+from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run, snapshot_turns_of
 from scopelens.core.audit.replay import context_hash_of
 from scopelens.core.audit.whynot import QUERY_KINDS as QUERY_KINDS
 from scopelens.core.audit.whynot import InputKind as InputKind
 from scopelens.core.audit.whynot import QueryKind as QueryKind
 from scopelens.core.audit.whynot import WhyNotAnswer as WhyNotAnswer
 from scopelens.core.audit.whynot import WhyNotMatch as WhyNotMatch
+from scopelens.core.audit.whynot import chunk_number, own_chunk, why_not
 from scopelens.core.audit.whynot import detect_kind as detect_kind
 from scopelens.core.audit.whynot import query_kind as query_kind
-from scopelens.core.audit.whynot import why_not
 from scopelens.core.clock import Clock, IdSource
 from scopelens.core.contracts import (
     SCORE_COLUMNS,
@@ -354,9 +354,8 @@ class ReadModel:
     def timeline(self, session_id: str) -> tuple[TurnView, ...]:
         events = self.store.events(session_id)
         snapshots_of: dict[int, list[str]] = {}
-        for event in events:
-            if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED and "snapshot_id" in event.payload:
-                snapshots_of.setdefault(event.turn, []).append(str(event.payload["snapshot_id"]))
+        for snapshot_id, turn in snapshot_turns_of(events):
+            snapshots_of.setdefault(turn, []).append(snapshot_id)
         documents: dict[str, AuditSnapshot] = {}
 
         def document(snapshot_id: str) -> AuditSnapshot:
@@ -468,14 +467,11 @@ class ReadModel:
         item = next((i for i in snapshot.selected if i.citation_id == citation_id), None)
         if item is None:
             raise UnknownIdError(f"no item {citation_id!r} in snapshot {snapshot_id!r}")
-        prefix, _, number = item.candidate_id.partition(":")
-        chunk = fetch_chunks(self.store, [int(number)]).get(int(number)) if prefix == "chunk" and number.isdigit() else None
-        own = chunk is not None and (chunk.path, chunk.start_line, chunk.end_line, chunk.content_hash) == (
-            item.path, item.line_start, item.line_end, item.source_version
-        )
+        number = chunk_number(item.candidate_id)
+        chunk = own_chunk(item, fetch_chunks(self.store, [number])) if number is not None else None
         texts: list[str | None] = []
         for trim in item.trim_ranges:
-            text = chunk.text[trim.start_char:trim.end_char] if own and chunk is not None else None
+            text = chunk.text[trim.start_char:trim.end_char] if chunk is not None else None
             lines = trim.end_line - trim.start_line + 1
             texts.append(text if text is not None and text.rstrip("\n").count("\n") + 1 == lines else None)
         return tuple(texts)
@@ -618,11 +614,12 @@ class ReadModel:
 
     def snapshot_ids(self, session_id: str) -> tuple[str, ...]:
         """The session's snapshots in the order they were recorded (turn order)."""
-        return tuple(
-            str(event.payload["snapshot_id"])
-            for event in self.store.events(session_id)
-            if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED and "snapshot_id" in event.payload
-        )
+        return tuple(snapshot_id for snapshot_id, _turn in self.snapshot_turns(session_id))
+
+    def snapshot_turns(self, session_id: str) -> tuple[tuple[str, int], ...]:
+        """(snapshot id, turn) of the session's snapshots, in the order recorded: the session's
+        events only, none of their snapshot documents."""
+        return tuple(snapshot_turns_of(self.store.events(session_id)))
 
 
 _SESSION_VIEW_COLUMNS = (

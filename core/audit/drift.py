@@ -51,6 +51,7 @@ from scopelens.core.contracts import (
     AuditSnapshot,
     DriftItem,
     DriftReport,
+    Event,
     LabelChange,
     RejectedItem,
     RetrievalScope,
@@ -67,7 +68,7 @@ from scopelens.core.pipeline.retriever import bind_citations, current_pins, engi
 from scopelens.core.store.drift_checks import drift_check_hash, drift_result_hash
 from scopelens.core.store.store import Store, stored_time_or_none
 from scopelens.core.store.tables import DriftCheckRow, DriftRunRow, IndexRunRow
-from scopelens.core.vocab import DRIFT_CLASS_PRECEDENCE, WORKSPACE_SOURCES, DriftClass, Stage
+from scopelens.core.vocab import DRIFT_CLASS_PRECEDENCE, WORKSPACE_SOURCES, DriftClass, EventType, Stage
 
 
 @dataclass(frozen=True)
@@ -497,10 +498,18 @@ def _found_again(last: DriftRunRow, result: str, now: datetime) -> bool:
         return False
 
 
-def session_snapshot_ids(store: Store, session_id: str) -> list[str]:
+def snapshot_turns_of(events: Iterable[Event]) -> list[tuple[str, int]]:
+    """(snapshot id, turn) of each snapshot event, in the order recorded (an event without its
+    snapshot id, as in a damaged store, names none)."""
     return [
-        e.payload["snapshot_id"] for e in store.events(session_id) if e.type.value == "retrieval.snapshot.created"
+        (str(e.payload["snapshot_id"]), e.turn)
+        for e in events
+        if e.type == EventType.RETRIEVAL_SNAPSHOT_CREATED and "snapshot_id" in e.payload
     ]
+
+
+def session_snapshot_ids(store: Store, session_id: str) -> list[str]:
+    return [snapshot_id for snapshot_id, _turn in snapshot_turns_of(store.events(session_id))]
 
 
 def drift_session(

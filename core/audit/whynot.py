@@ -271,7 +271,7 @@ class WhyNot:
     def _row_chunks(self) -> dict[int, ChunkRecord]:
         """The chunk each row names (selected or rejected), whatever its time."""
         ids = [item.candidate_id for item in self.snapshot.selected] + [row.candidate_id for row in self.snapshot.rejected]
-        return fetch_chunks(self.store, [n for candidate in ids if (n := _chunk_number(candidate)) is not None])
+        return fetch_chunks(self.store, [n for candidate in ids if (n := chunk_number(candidate)) is not None])
 
     @cached_property
     def _replies(self) -> _Replies:
@@ -309,7 +309,8 @@ class WhyNot:
         return _not_recalled(store, snapshot, [], base)
 
 
-def _chunk_number(candidate_id: str) -> int | None:
+def chunk_number(candidate_id: str) -> int | None:
+    """The index chunk id a ``chunk:<id>`` candidate names (None for a memory, event…)."""
     prefix, _, number = candidate_id.partition(":")
     return int(number) if prefix == "chunk" and number.isdigit() else None
 
@@ -323,10 +324,10 @@ def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
     )
 
 
-def _own_chunk(row: SnapshotItem | RejectedItem, chunks: dict[int, ChunkRecord]) -> ChunkRecord | None:
+def own_chunk(row: SnapshotItem | RejectedItem, chunks: dict[int, ChunkRecord]) -> ChunkRecord | None:
     """The chunk a row names, while it is still the row's own lines of its own version (a store
     rebuilt without its index reuses chunk ids for other chunks)."""
-    number = _chunk_number(row.candidate_id)
+    number = chunk_number(row.candidate_id)
     chunk = chunks.get(number) if number is not None else None
     if chunk is None or (chunk.path, chunk.start_line, chunk.end_line, chunk.content_hash) != (
         row.path, row.line_start, row.line_end, row.source_version
@@ -340,7 +341,7 @@ def _symbol_row_strength(
 ) -> tuple[int, str | None]:
     """How strongly a row matches a symbol, and the index's symbol when the row records none."""
     if row.symbol is None:
-        chunk = _own_chunk(row, chunks)
+        chunk = own_chunk(row, chunks)
         if chunk is not None and chunk.symbol:
             strength = _symbol_strength(value, chunk.symbol, text)
             return strength, chunk.symbol if strength >= 2 else None
@@ -369,7 +370,7 @@ def _recorded_rows(
     for ordinal, rejected in enumerate(snapshot.rejected, start=len(snapshot.selected)):
         if rejected.candidate_id.startswith(OTHER_PROJECTS_PREFIX):
             continue
-        number = _chunk_number(rejected.candidate_id)
+        number = chunk_number(rejected.candidate_id)
         chunk = chunks.get(number) if number is not None else None
         indexed = None
         if kind == "path":
@@ -393,7 +394,7 @@ def _trimmed_rows(
     """Items whose *trimmed* part held the text (and whose visible part did not)."""
     rows = []
     for ordinal, item in enumerate(snapshot.selected):
-        number = _chunk_number(item.candidate_id)
+        number = chunk_number(item.candidate_id)
         if not item.trim_ranges or number is None or id(item) in shown:
             continue
         original = chunks.get(number)

@@ -305,10 +305,10 @@ class SessionDriftScreen(InspectorScreen):
     @work(thread=True, exclusive=True, exit_on_error=False)
     def compute(self) -> None:
         model = self.host.model
-        turn_of = {i: turn.turn for turn in model.timeline(self.session_id) for i in turn.snapshot_ids}
-        for done, snapshot_id in enumerate(turn_of, start=1):
+        snapshots = model.snapshot_turns(self.session_id)
+        for done, (snapshot_id, turn) in enumerate(snapshots, start=1):
             report = model.compute_drift(snapshot_id).report
-            self.post_message(self.Progressed(done, len(turn_of), report, turn_of[snapshot_id]))
+            self.post_message(self.Progressed(done, len(snapshots), report, turn))
 
     @on(Progressed)
     @shows_problems

@@ -347,8 +347,10 @@ class SnapshotScreen(InspectorScreen):
                 self.load_trimmed(item.citation_id)
         self.query_one(EvidenceText).show(item, revealed)
 
-    def _current_item(self) -> ItemView | None:
-        key = self.query_one("#item-table", FittedTable).cursor_key()
+    def _current_item(self, table: str = "#item-table") -> ItemView | None:
+        """The item highlighted on Evidence (or, given ``#citation-table``, on Citations: none
+        for a citation the block never showed)."""
+        key = self.query_one(table, FittedTable).cursor_key()
         return next((i for i in self.view.items if i.citation_id == key), None) if self.view else None
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="trimmed")
@@ -464,14 +466,11 @@ class SnapshotScreen(InspectorScreen):
 
     def _citing_replies(self, tab: str) -> tuple[str, ...]:
         """The replies citing the highlighted item (Evidence) or citation (Citations)."""
-        if self.view is None:
-            return ()
         if tab == "citations":
             key = self.query_one("#citation-table", FittedTable).cursor_key()
             if key is not None and key.startswith("dangling:"):
                 return (key.split(":")[1],)
-            return next((i.cited_by for i in self.view.items if i.citation_id == key), ())
-        item = self._current_item()
+        item = self._current_item("#citation-table" if tab == "citations" else "#item-table")
         return item.cited_by if item is not None else ()
 
     @on(TabbedContent.TabActivated)
@@ -620,9 +619,8 @@ class SnapshotScreen(InspectorScreen):
             key = self.query_one("#candidate-table", FittedTable).cursor_key()
             row = self.candidate_rows.get(key) if key is not None else None
             prefill = row.source_ref if row is not None else ""
-        elif tab in ("evidence", "citations") and self.view is not None:
-            key = self.query_one("#item-table" if tab == "evidence" else "#citation-table", FittedTable).cursor_key()
-            item = next((i for i in self.view.items if i.citation_id == key), None)  # none for a dangling citation
+        elif tab in ("evidence", "citations"):
+            item = self._current_item("#item-table" if tab == "evidence" else "#citation-table")
             prefill = item.source_ref if item is not None else ""
         self.app.push_screen(WhyNotScreen(self.snapshot_id, prefill=prefill))
 

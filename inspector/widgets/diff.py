@@ -27,6 +27,7 @@ def highlighted_diff(diff: str, path: str | None, variables: Mapping[str, str], 
     """``diff`` (unified, as drift stores it) drawn for the theme whose ``variables`` are given."""
     ground = Color.parse(variables["background"])
     foreground = legible(Color.parse(variables["foreground"]), [ground])
+    hunk = legible(Color.parse(variables["legible-primary"]), [ground])
     lines = diff.splitlines()
     code_at = [i for i, line in enumerate(lines) if line.startswith(("+", "-", " ")) and not line.startswith(("+++", "---"))]
     code = highlighted_lines("\n".join(lines[i].removeprefix(lines[i][0]) for i in code_at), path, dark)  # minus the marker
@@ -36,8 +37,7 @@ def highlighted_diff(diff: str, path: str | None, variables: Mapping[str, str], 
         if line.startswith(("+++", "---")):
             parts.append(Text(line, style=Style(bold=True, color=foreground.rich_color)))
         elif line.startswith("@@"):
-            colour = legible(Color.parse(variables["legible-primary"]), [ground])
-            parts.append(Text(line, style=Style(color=colour.rich_color)))
+            parts.append(Text(line, style=Style(color=hunk.rich_color)))
         elif line.startswith("\\"):
             parts.append(Text(line, style=Style(italic=True, color=foreground.rich_color)))
         elif index in code_of:

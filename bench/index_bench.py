@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text as sql_text
 
+from bench import index_e2e
 from scopelens.core.index.indexer import IndexReport, PreparedDocument, gc_paused, index_workspace, prepare_document, write_run
 from scopelens.core.index.scorer import RecallFilter, Scorer
 from scopelens.core.index.sources import SourceClassifier
@@ -710,7 +711,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, help="repetitions of each bulk build (default 5, quick 2)")
     parser.add_argument("--no-bm25s", action="store_true", help="skip bm25s even if it is installed")
     parser.add_argument("--keep", action="store_true", help="keep the temporary workspace and databases")
+    parser.add_argument("--e2e", action="store_true",
+                        help="end to end: `scopelens index` as a subprocess against an FTS5 script (bench/index_e2e.py)")
     args = parser.parse_args(argv)
+    if args.e2e:
+        return _main_e2e(args)
     if bm25s is None and not args.no_bm25s:
         print("note: bm25s is not installed (pip install -e '.[bench]'); its figures are skipped", file=sys.stderr)
     source = stdlib_root()
@@ -737,6 +742,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         args.out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     return 0
+
+
+def _main_e2e(args: argparse.Namespace) -> int:
+    source = stdlib_root()
+    files = stdlib_files(source)
+    if args.quick:
+        files = quick_subset(files, QUICK_FILES)
+    workdir = Path(tempfile.mkdtemp(prefix="scopelens-e2e-"))
+    try:
+        return index_e2e.main_e2e(
+            source, files, workdir, quick=args.quick, reps=args.reps, out=args.out,
+            log=lambda message: print(message, file=sys.stderr, flush=True),
+        )
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

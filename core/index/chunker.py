@@ -5,14 +5,14 @@ Lines are those of ``str.splitlines()``, numbered from 1, and every chunk satisf
 Every line belongs to exactly one chunk, except runs of blank lines between chunks, which
 may be dropped; chunks are in order, never overlap and are never blank.
 
-Python is chunked by its syntax tree (one chunk per top-level function or class, big classes
-split by method, module-level code in ``module`` chunks); anything else, and Python that does
-not parse, is cut into line windows that prefer to end where a block ends.
+Python is chunked by its statements (one chunk per top-level function or class, big classes
+split by method, module-level code in ``module`` chunks), found by ``python_scan`` without a
+full parse; anything else, and text that is not Python (a bracket or string never closed, a
+null byte), is cut into line windows that prefer to end where a block ends.
 """
 
 from __future__ import annotations
 
-import ast
 import bisect
 import codecs
 import re
@@ -21,6 +21,12 @@ from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import PurePosixPath
 
+from scopelens.core.index.python_scan import PythonLines, Statement
+
+CHUNKER_VERSION = 2
+"""Changes whenever the chunks of some file change (pinned in the engine config, so drift
+tells snapshots chunked one way from those chunked another). 2: Python by ``python_scan``
+instead of ``ast`` (the same chunks for code that parses; Python 2 code by statements)."""
 ChunkKind = str  # "function" | "class" | "method" | "class-header" | "module" | "window"
 
 _LANGUAGES = {
@@ -38,9 +44,6 @@ _BRACE_LANGUAGES = frozenset(
     {"typescript", "javascript", "go", "rust", "java", "kotlin", "c", "cpp", "csharp", "swift",
      "scala", "php", "css", "json"}
 )
-# Characters that str.splitlines() treats as line breaks but Python's tokenizer does not.
-_EXTRA_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_AST_LINES = re.compile(r"\r\n|\r|\n")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _FENCE = re.compile(r" {0,3}(```|~~~)")
 # String literals are dropped before counting brackets, so "{" in a string does not count.
@@ -48,7 +51,6 @@ _STRINGS = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`(?:\\.|[^`\\])*`
 _RUST_STRINGS = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.[^\']*|[^\'\\])\'')
 _OPEN = frozenset("([{")
 _CLOSE = frozenset(")]}")
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,7 @@ def _ranks(doc: _Doc, language: str) -> list[int]:
             elif not fenced and i and _HEADING.match(line):
                 ranks[i - 1] = 2
         return ranks
-    if language == "python":  # a file that does not parse
+    if language == "python":  # a file that is not valid Python
         ranks = [1 if b else 0 for b in doc.blank]
         for i in range(n - 1):
             nxt = doc.lines[i + 1]
@@ -234,44 +236,39 @@ def _brace_ranks(doc: _Doc, language: str) -> list[int]:
 
 
 def _python_spans(doc: _Doc, text: str) -> list[_Span] | None:
-    """Spans from the syntax tree, or None when the text does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    """Spans from the statement structure (``python_scan``): one per top-level definition,
+    module code between them; None when the text is not Python (an unclosed bracket or
+    string, a null byte)."""
+    if "\x00" in text:
         return None
-    to_lines = _line_map(text, len(doc.lines))
-    items = _ranges(doc, tree.body, to_lines, -1, len(doc.lines))
+    scan = PythonLines(text, doc.lines)
+    if not scan.balanced:
+        return None
+    items = _ranges(doc, scan.statements(0, len(doc.lines)), -1, len(doc.lines))
     spans: list[_Span] = []
     cursor = 0
-    for s, e, node in items:
-        if not isinstance(node, _DEFS):
+    for s, e, statement in items:
+        if statement.kind is None:
             continue
         spans += doc.span(cursor, s - 1, "module", None)
-        spans += _def_spans(doc, node, s, e, node.name, to_lines, method=False)
+        spans += _def_spans(doc, scan, statement, s, e, statement.name or "", method=False)
         cursor = e + 1
     spans += doc.span(cursor, len(doc.lines) - 1, "module", None)
     return spans
 
 
 def _def_spans(
-    doc: _Doc,
-    node: ast.stmt,
-    s: int,
-    e: int,
-    symbol: str,
-    to_lines: Callable[[int, int], tuple[int, int]],
-    *,
-    method: bool,
+    doc: _Doc, scan: PythonLines, statement: Statement, s: int, e: int, symbol: str, *, method: bool
 ) -> list[_Span]:
     """A function or class as one span; a class too big for one is split by member."""
-    if not isinstance(node, ast.ClassDef):
+    if statement.kind != "class":
         return doc.span(s, e, "method" if method else "function", symbol)
     if doc.fits(*doc.trim(s, e)):
         return doc.span(s, e, "class", symbol)
-    members: list[tuple[int, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = [
+    members = [
         (ms, member)
-        for ms, _, member in _ranges(doc, node.body, to_lines, s, e + 1)
-        if isinstance(member, _DEFS)
+        for ms, _, member in _ranges(doc, scan.statements(statement.head + 1, e + 1), s, e + 1)
+        if member.kind is not None
     ]
     if not members:
         return doc.span(s, e, "class", symbol)
@@ -279,73 +276,34 @@ def _def_spans(
     for k, (ms, member) in enumerate(members):
         # Statements between two members (class attributes, comments) go with the one above.
         me = members[k + 1][0] - 1 if k + 1 < len(members) else e
-        spans += _def_spans(doc, member, ms, me, f"{symbol}.{member.name}", to_lines, method=True)
+        spans += _def_spans(doc, scan, member, ms, me, f"{symbol}.{member.name}", method=True)
     return spans
 
 
-def _ranges(
-    doc: _Doc,
-    body: list[ast.stmt],
-    to_lines: Callable[[int, int], tuple[int, int]],
-    floor: int,
-    ceiling: int,
-) -> list[tuple[int, int, ast.stmt]]:
-    """Line ranges of statements; defs take their decorators, the comments right above them,
-    and the indented lines (trailing comments) after them. Ranges stay in (floor, ceiling)."""
-    raw = []
-    for node in body:
-        first = min([d.lineno for d in getattr(node, "decorator_list", ())] + [node.lineno])
-        raw.append(to_lines(first, node.end_lineno or node.lineno))
-    out: list[tuple[int, int, ast.stmt]] = []
+def _ranges(doc: _Doc, body: list[Statement], floor: int, ceiling: int) -> list[tuple[int, int, Statement]]:
+    """Line ranges of statements; definitions take the comments right above them and the
+    indented lines (trailing comments) after them. Ranges stay in (floor, ceiling)."""
+    out: list[tuple[int, int, Statement]] = []
     prev_end = floor
-    for k, node in enumerate(body):
-        s, e = raw[k]
-        s, e = max(s, prev_end + 1), min(max(e, s), ceiling - 1)
+    for k, statement in enumerate(body):
+        s, e = max(statement.first, prev_end + 1), min(max(statement.last, statement.first), ceiling - 1)
         if s > e:
             continue
-        if isinstance(node, _DEFS):
+        if statement.kind is not None:
             while s - 1 > prev_end and doc.lines[s - 1].lstrip().startswith("#"):
                 s -= 1
             column = _indent(doc.lines[s])
-            nxt = min(raw[k + 1][0], ceiling) if k + 1 < len(body) else ceiling
+            nxt = min(body[k + 1].first, ceiling) if k + 1 < len(body) else ceiling
             for j in range(e + 1, nxt):
                 if doc.blank[j]:
                     continue
                 if _indent(doc.lines[j]) <= column:
                     break
                 e = j
-        out.append((s, e, node))
+        out.append((s, e, statement))
         prev_end = e
     return out
 
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
-
-
-def _line_map(text: str, n_lines: int) -> Callable[[int, int], tuple[int, int]]:
-    """Map an ast line range (1-based) to a 0-based range of ``str.splitlines()`` lines.
-
-    They differ only when the text holds characters (form feed, U+2028…) that splitlines()
-    breaks on and Python's tokenizer does not.
-    """
-    if not _EXTRA_BREAKS.search(text):
-        return lambda s, e: (min(s - 1, n_lines - 1), min(e - 1, n_lines - 1))
-    pieces = _AST_LINES.split(text)
-    starts: list[int] = []
-    counts: list[int] = []
-    total = 0
-    for k, piece in enumerate(pieces):
-        count = len((piece + "\n").splitlines()) if k < len(pieces) - 1 else len(piece.splitlines())
-        starts.append(total)
-        counts.append(count)
-        total += count
-
-    def to_lines(s: int, e: int) -> tuple[int, int]:
-        s_i = min(max(s - 1, 0), len(pieces) - 1)
-        e_i = min(max(e - 1, 0), len(pieces) - 1)
-        start = min(starts[s_i], n_lines - 1)
-        end = min(starts[e_i] + max(counts[e_i], 1) - 1, n_lines - 1)
-        return start, end
-
-    return to_lines

@@ -50,6 +50,7 @@ from sqlalchemy import text as sql_text
 
 from bench import index_e2e
 from scopelens.core.index.indexer import IndexReport, PreparedDocument, gc_paused, index_workspace, prepare_document, write_run
+from scopelens.core.index.prepare import chunk_tokens
 from scopelens.core.index.scorer import RecallFilter, Scorer
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.tokenizer import unique_terms
@@ -148,7 +149,8 @@ def prepare_corpus(root: Path) -> Corpus:
     documents.sort(key=lambda d: d.path)
     corpus = Corpus(root, documents, [], [], [], [], [], [], seconds)
     for document in documents:
-        for chunk, tokens in zip(document.chunks, document.tokens, strict=True):
+        for chunk in document.chunks:
+            tokens = chunk_tokens(chunk)  # FTS5 and bm25s index token lists
             corpus.paths.append(chunk.path)
             corpus.packages.append(package_of(chunk.path))
             corpus.texts.append(chunk.text)

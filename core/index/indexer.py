@@ -25,7 +25,6 @@ collector is paused while a run is prepared and written (see ``gc_paused``).
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import hashlib
 import sqlite3
@@ -44,35 +43,19 @@ from sqlmodel import Session, col, select
 
 from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import IndexChangedError, UnreadableFileError
-from scopelens.core.hashing import canonical_json
-from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
+from scopelens.core.index.chunker import language_of
+from scopelens.core.index.prepare import PreparedDocument, prepare_all, prepare_document
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
-from scopelens.core.index.tokenizer import tokenize
+from scopelens.core.index.tokenizer import TermCounts
 from scopelens.core.index.walker import SkippedPath, WalkedFile, git_state, walk_workspace
-from scopelens.core.redact import RedactionKey, redact
+from scopelens.core.redact import RedactionKey
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow, table_of
 
 TF_MAX = np.iinfo(np.uint16).max
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, path)`` while files are read."""
-
-
-@dataclass(frozen=True)
-class PreparedDocument:
-    """A new or changed file, ready to be written: its redacted chunks and their tokens."""
-
-    path: str
-    language: str
-    source: str
-    content_hash: str
-    size: int
-    redactions: bytes
-    chunks: tuple[Chunk, ...]
-    tokens: tuple[list[str], ...]
-    replaces: int | None
-    """Id of the live version this one replaces (``None`` for an added file)."""
 
 
 @dataclass
@@ -116,36 +99,6 @@ def index_version(project: str, branch: str, version: int) -> str:
     return f"{project}@{branch or '-'}#{version}"
 
 
-def chunk_tokens(chunk: Chunk) -> list[str]:
-    """The terms a chunk is indexed under: its text, its path and its symbol."""
-    tokens = tokenize(chunk.text)
-    tokens += tokenize(chunk.path)
-    if chunk.symbol:
-        tokens += tokenize(chunk.symbol)
-    return tokens
-
-
-def prepare_document(
-    path: str, data: bytes, *, classifier: SourceClassifier, replaces: int | None, key: RedactionKey
-) -> PreparedDocument:
-    """Decode, redact (records hashed under ``key``), chunk and tokenize one file's bytes."""
-    language = language_of(path)
-    text, _had_errors = decode_source(data)
-    redacted = redact(text, key)
-    chunks = tuple(chunk_text(path, redacted.text))
-    return PreparedDocument(
-        path=path,
-        language=language,
-        source=classifier.source_of(path, language).value,
-        content_hash=hashlib.sha256(data).hexdigest(),
-        size=len(data),
-        redactions=canonical_json([r.model_dump(mode="json") for r in redacted.redactions]),
-        chunks=chunks,
-        tokens=tuple(chunk_tokens(chunk) for chunk in chunks),
-        replaces=replaces,
-    )
-
-
 def index_workspace(
     store: Store,
     root: Path,
@@ -156,8 +109,13 @@ def index_workspace(
     clock: Clock | None = None,
     max_bytes: int = 1_000_000,
     progress: Progress | None = None,
+    workers: int | None = None,
 ) -> IndexReport:
     """Index ``root`` for ``project``/``branch``; only new and changed files are processed.
+
+    New and changed files are prepared (decoded, redacted, chunked, their terms counted) by
+    ``workers`` processes (``prepare.prepare_all``: by default one per core when there is
+    enough to prepare; 0 prepares in this process); the result does not depend on it.
 
     Runs may overlap (two ``scopelens index`` at once): the files are read and prepared
     against the live documents as they are when the run starts, and the run's diff is made
@@ -192,6 +150,7 @@ def index_workspace(
                 report.skipped.append(SkippedPath(entry.rel_path, "unreadable", exc.strerror or str(exc)))
                 continue
             scan.add(entry, data, first_look.get(entry.rel_path))
+        scan.prepare_pending(workers)
         report.run_id = _write_locked(store, report, clock.now, lambda live: scan.diff(live, report))
     return report
 
@@ -213,12 +172,20 @@ class _Scan:
     files: dict[str, tuple[Path, str]] = field(default_factory=dict)
     """``rel_path -> (abs_path, content hash)`` of the files read, in walk order."""
     prepared: dict[str, PreparedDocument] = field(default_factory=dict)
+    pending: list[tuple[str, bytes]] = field(default_factory=list)
+    """Files read that differ from their live version at the first look, to be prepared."""
 
     def add(self, entry: WalkedFile, data: bytes, first_look: LiveDocument | None) -> None:
         digest = hashlib.sha256(data).hexdigest()
         self.files[entry.rel_path] = (entry.abs_path, digest)
         if not self._unchanged(entry.rel_path, digest, first_look):
-            self.prepared[entry.rel_path] = self._prepare(entry.rel_path, data)
+            self.pending.append((entry.rel_path, data))
+
+    def prepare_pending(self, workers: int | None) -> None:
+        """Prepare the pending files (in worker processes when there are enough of them)."""
+        pending, self.pending = self.pending, []
+        for document in prepare_all(pending, classifier=self.classifier, key=self.key, workers=workers):
+            self.prepared[document.path] = document
 
     def _unchanged(self, path: str, digest: str, previous: LiveDocument | None) -> bool:
         """Same bytes as the live version, which has the source the policy gives the path now.
@@ -442,8 +409,7 @@ def _write_locked(
         # Rows are generated as they are inserted: few objects live long enough to make the
         # garbage collector walk the whole corpus (a full collection over millions of tokens).
         _insert_many(connection, table_of(IndexChunkRow), _CHUNK_COLUMNS, _chunk_rows(prepared, document_ids, run_id, chunk_lo))
-        all_tokens = list(chain.from_iterable(document.tokens for document in prepared))
-        packed = _PackedPostings.build(all_tokens)
+        packed = _PackedPostings.from_counts([document.terms for document in prepared])
         driver = _sqlite_driver(connection)
         if driver is not None:
             batches = packed.value_batches(run_id, _rows_per_statement(driver, _POSTING_COLUMNS))
@@ -476,7 +442,8 @@ def _chunk_rows(
 ) -> Iterator[tuple[Any, ...]]:
     chunk_id = chunk_lo
     for document, document_id in zip(prepared, document_ids, strict=True):
-        for ordinal, (chunk, tokens) in enumerate(zip(document.chunks, document.tokens, strict=True)):
+        lengths = document.terms.lengths.tolist()
+        for ordinal, (chunk, length) in enumerate(zip(document.chunks, lengths, strict=True)):
             yield (
                 chunk_id,
                 run_id,
@@ -487,7 +454,7 @@ def _chunk_rows(
                 chunk.end_line,
                 chunk.kind,
                 chunk.symbol,
-                len(tokens),
+                length,
                 chunk.text,
             )
             chunk_id += 1
@@ -668,18 +635,35 @@ class _PackedPostings:
 
     @classmethod
     def build(cls, chunk_token_lists: list[list[str]]) -> _PackedPostings:
+        """From each chunk's tokens (in chunk-id order)."""
         n = len(chunk_token_lists)
         lengths = np.fromiter(map(len, chunk_token_lists), dtype=np.int64, count=n)
-        total = int(lengths.sum())
-        if not total:
-            return cls([], bytearray(), bytearray(), [0])
-        # Per-token arrays are int32 where the values allow: fresh memory is costly to fault
-        # in (one int64 per token is 43 MB on the standard library).
         chunk_of = np.repeat(np.arange(n, dtype=np.int32), lengths)
-        occurrences = _occurrences_by_object(chunk_token_lists, chunk_of, total)
-        if occurrences is None:  # object addresses too spread out for one sort key
-            occurrences = _occurrences_by_term(chunk_token_lists, chunk_of, total)
+        return cls._from_occurrences(n, _occurrences_by_term(chunk_token_lists, chunk_of, int(lengths.sum())))
+
+    @classmethod
+    def from_counts(cls, documents: list[TermCounts]) -> _PackedPostings:
+        """From documents' counted terms (their chunks in chunk-id order, one after another)."""
+        distinct: list[str] = []
+        items, chunks, tfs = [], [], []
+        chunk_base = 0
+        for counts in documents:
+            units = len(counts.bounds) - 1
+            items.append(counts.term_ids.astype(np.int64) + len(distinct))
+            chunks.append(np.repeat(np.arange(chunk_base, chunk_base + units, dtype=np.int64), np.diff(counts.bounds)))
+            tfs.append(counts.tfs)
+            distinct += counts.terms
+            chunk_base += units
+        if not items:
+            return cls._from_occurrences(0, ([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        occurrences = (distinct, np.concatenate(items), np.concatenate(chunks), np.concatenate(tfs).astype(np.int64))
+        return cls._from_occurrences(chunk_base, occurrences)
+
+    @classmethod
+    def _from_occurrences(cls, n: int, occurrences: Occurrences) -> _PackedPostings:
         distinct, item_of, chunks, tfs = occurrences
+        if not len(item_of):
+            return cls([], bytearray(), bytearray(), [0])
         # Number the distinct strings (far fewer than the tokens) in sorted order: postings
         # are then inserted in the order of their (term, run_id) key.
         vocabulary: dict[str, int] = {}
@@ -728,51 +712,8 @@ Occurrences = tuple[list[str], np.ndarray, np.ndarray, np.ndarray]
 where item ``k`` is the string ``distinct[k]``; equal strings may be several items."""
 
 
-def _occurrences_by_object(
-    chunk_token_lists: list[list[str]], chunk_of: np.ndarray, total: int
-) -> Occurrences | None:
-    """Group the tokens by the string *object* they are, with numpy sorts instead of a
-    dictionary lookup per token; ``None`` if the addresses do not fit in one sort key.
-
-    The tokenizer hands out the same object for a word it has seen recently (``_expand`` is
-    cached), so the 5.4 million tokens of the standard library are about 0.9 million
-    objects. A numpy object array holds the objects' addresses, which are unique while it
-    keeps them alive: one sort of (address, position) gives every (object, chunk) pair and
-    its count, and one representative per object. Only those representatives then go
-    through a dictionary, which merges equal strings that are different objects.
-    """
-    objects = np.fromiter(chain.from_iterable(chunk_token_lists), dtype=object, count=total)
-    addresses = np.frombuffer(
-        memoryview((ctypes.c_ssize_t * total).from_address(objects.ctypes.data)), dtype=np.intp
-    ).astype(np.int64)
-    addresses -= addresses.min()
-    common = int(np.bitwise_or.reduce(addresses))
-    if common:
-        addresses >>= (common & -common).bit_length() - 1  # drop the alignment's zero bits
-    position_bits = max(1, (total - 1).bit_length())
-    if position_bits > 31 or int(addresses.max()).bit_length() + position_bits > 63:
-        return None
-    addresses <<= position_bits
-    addresses |= np.arange(total, dtype=np.int32)
-    addresses.sort()  # by object, then position (so chunk) within an object
-    positions = np.empty(total, dtype=np.int32)
-    np.bitwise_and(addresses, (1 << position_bits) - 1, out=positions, casting="unsafe")
-    addresses >>= position_bits
-    chunks = chunk_of[positions]
-    new_object = _changes(addresses)
-    new_pair = _changes(chunks)
-    new_pair |= new_object
-    starts = np.flatnonzero(new_pair)
-    tfs = _gaps(starts, total)
-    item_of = np.cumsum(new_object[starts], dtype=np.int32)
-    item_of -= 1
-    distinct = objects[positions[new_object]].tolist()
-    return distinct, item_of, chunks[starts], tfs
-
-
 def _occurrences_by_term(chunk_token_lists: list[list[str]], chunk_of: np.ndarray, total: int) -> Occurrences:
-    """Every token is an item of its own (count 1), numbered by a dictionary in one pass:
-    the general path, for when ``_occurrences_by_object`` cannot be used."""
+    """Every token is an item of its own (count 1), numbered by a dictionary in one pass."""
     vocabulary: dict[str, int] = {}
     item_of = np.fromiter(
         map(vocabulary.setdefault, chain.from_iterable(chunk_token_lists), map(len, repeat(vocabulary))),

@@ -20,8 +20,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, repeat
+
+import numpy as np
 
 CJK_RANGES = (
     "\u1100-\u11ff"  # Hangul Jamo
@@ -127,3 +131,126 @@ def _keep(token: str) -> bool:
     if len(token) == 1:
         return token.isalpha()
     return bool(token.strip("_"))
+
+
+_ASCII_WORD = _ASCII_CHUNK
+_ANY_WORD = re.compile(rf"[{CJK_RANGES}]+|{_WORD}+(?:{_JOIN}{_WORD}+)*")
+"""``_CHUNK`` without groups: a CJK run or a (compound) word, as one string."""
+
+
+@dataclass(frozen=True)
+class TermCounts:
+    """The terms of a list of texts grouped into units (a chunk's text, path and symbol are
+    one unit), counted: what ``Counter(tokenize(...))`` gives per unit, for all units at once.
+
+    Unit ``u`` has the terms ``terms[term_ids[bounds[u]:bounds[u + 1]]]`` (ascending term
+    ids, each once) occurring ``tfs[...]`` times, and ``lengths[u]`` tokens in all.
+    """
+
+    terms: list[str]
+    bounds: np.ndarray
+    term_ids: np.ndarray
+    tfs: np.ndarray
+    lengths: np.ndarray
+
+    def unit(self, u: int) -> dict[str, int]:
+        """Unit ``u`` as ``term -> count`` (for tests and debugging)."""
+        lo, hi = int(self.bounds[u]), int(self.bounds[u + 1])
+        return {self.terms[t]: int(c) for t, c in zip(self.term_ids[lo:hi].tolist(), self.tfs[lo:hi].tolist(), strict=True)}
+
+
+class _Expansions:
+    """Words to the ids of their terms, remembered across calls (code repeats its words).
+
+    Ids are positions in ``terms``; both are forgotten together once ``LIMIT`` words are
+    known, between calls, so memory stays bounded on any corpus."""
+
+    LIMIT = 200_000
+
+    def __init__(self) -> None:
+        self.terms: list[str] = []
+        self.term_ids: dict[str, int] = {}
+        self.of_word: dict[str, tuple[int, ...]] = {}
+
+    def lookup(self, distinct_words: list[str]) -> list[tuple[int, ...]]:
+        if len(self.of_word) > self.LIMIT:
+            self.__init__()  # type: ignore[misc]
+        found = list(map(self.of_word.get, distinct_words))
+        for w, ids in enumerate(found):
+            if ids is None:
+                found[w] = self._expand(distinct_words[w])
+        return found  # type: ignore[return-value]
+
+    def _expand(self, word: str) -> tuple[int, ...]:
+        ids = []
+        for term in _bigrams(word) if CJK_CHAR.match(word) else _expand(word):
+            term_id = self.term_ids.get(term)
+            if term_id is None:
+                term_id = self.term_ids[term] = len(self.terms)
+                self.terms.append(term)
+            ids.append(term_id)
+        self.of_word[word] = found = tuple(ids)
+        return found
+
+
+_EXPANSIONS = _Expansions()
+
+
+def count_terms(units: Sequence[Sequence[str]]) -> TermCounts:
+    """Count the terms of each unit's texts, as ``tokenize`` would emit them.
+
+    Words are found by one regex per text (in C) and numbered by a dictionary in C
+    (``map(dict.setdefault, ...)``); only each *distinct* word is expanded in Python, and
+    occurrences are counted with numpy sorts: no per-token Python work.
+    """
+    words: list[str] = []
+    per_unit = np.zeros(len(units), dtype=np.int64)
+    for u, texts in enumerate(units):
+        before = len(words)
+        for text in texts:
+            if text.isascii():
+                words += _ASCII_WORD.findall(text)
+            else:
+                words += _ANY_WORD.findall(unicodedata.normalize("NFKC", text))
+        per_unit[u] = len(words) - before
+    vocabulary: dict[str, int] = {}
+    word_ids = np.fromiter(
+        map(vocabulary.setdefault, words, map(len, repeat(vocabulary))), dtype=np.int64, count=len(words)
+    )
+    del words
+    # Each distinct word's term ids (cached across calls): word w gives
+    # parts[part_bounds[w]:part_bounds[w + 1]].
+    expansions = _EXPANSIONS.lookup(list(vocabulary))
+    fans = np.fromiter(map(len, expansions), dtype=np.int64, count=len(expansions))
+    part_bounds = np.zeros(len(expansions) + 1, dtype=np.int64)
+    np.cumsum(fans, out=part_bounds[1:])
+    parts = np.fromiter(chain.from_iterable(expansions), dtype=np.int64, count=int(part_bounds[-1]))
+    n_words = max(len(vocabulary), 1)
+    # (unit, word) occurrences and their counts.
+    keys = np.repeat(np.arange(len(units), dtype=np.int64), per_unit) * n_words + word_ids
+    keys, counts = np.unique(keys, return_counts=True)
+    unit_of, word_of = np.divmod(keys, n_words)
+    # Each (unit, word) pair becomes one (unit, term) pair per term of the word.
+    fan = (part_bounds[1:] - part_bounds[:-1])[word_of]
+    starts = np.repeat(part_bounds[:-1][word_of] - np.cumsum(fan) + fan, fan) + np.arange(int(fan.sum()))
+    # Number the terms in order of first appearance in the texts (words are numbered so, and
+    # expand in order), not by the cache's ids: the result must not depend on what this
+    # process counted before (a worker's cache differs from the caller's).
+    cached, first_at = np.unique(parts, return_index=True)
+    by_appearance = np.argsort(first_at)
+    rank = np.empty(len(cached), dtype=np.int64)
+    rank[by_appearance] = np.arange(len(cached), dtype=np.int64)
+    term_of = rank[np.searchsorted(cached, parts[starts])]
+    terms = [_EXPANSIONS.terms[t] for t in cached[by_appearance].tolist()]
+    n_terms = max(len(terms), 1)
+    pair_keys = np.repeat(unit_of, fan) * n_terms + term_of
+    pair_counts = np.repeat(counts, fan)
+    order = np.argsort(pair_keys, kind="stable")
+    pair_keys, pair_counts = pair_keys[order], pair_counts[order]
+    firsts = np.flatnonzero(np.diff(pair_keys, prepend=-1))
+    tfs = np.add.reduceat(pair_counts, firsts) if len(firsts) else pair_counts[:0]
+    unit_of_pair, term_ids = np.divmod(pair_keys[firsts], n_terms)
+    bounds = np.searchsorted(unit_of_pair, np.arange(len(units) + 1))
+    lengths = np.zeros(len(units), dtype=np.int64)
+    np.add.at(lengths, unit_of_pair, tfs)
+    return TermCounts(terms, bounds, term_ids.astype(np.int32), tfs.astype(np.int32), lengths)

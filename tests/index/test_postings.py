@@ -6,10 +6,11 @@ import random
 from collections import Counter
 
 import numpy as np
-import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from scopelens.core.index import indexer
-from scopelens.core.index.indexer import TF_MAX, build_postings
+from scopelens.core.index.indexer import TF_MAX, _PackedPostings, build_postings
+from scopelens.core.index.tokenizer import count_terms, tokenize
 
 
 def reference(chunks: list[list[str]]) -> list[tuple[str, bytes, bytes]]:
@@ -44,10 +45,7 @@ def corpus(seed: int) -> list[list[str]]:
     return chunks
 
 
-@pytest.mark.parametrize("by_object", [True, False])
-def test_postings_match_a_plain_count(by_object, monkeypatch):
-    if not by_object:
-        monkeypatch.setattr(indexer, "_occurrences_by_object", lambda *args: None)
+def test_postings_match_a_plain_count():
     for seed in range(5):
         chunks = corpus(seed)
         assert build_postings(chunks) == reference(chunks)
@@ -60,3 +58,21 @@ def test_tf_is_capped_after_equal_strings_are_merged():
     assert build_postings(chunks) == reference(chunks)
     [(_, _, tfs)] = build_postings(chunks)
     assert np.frombuffer(tfs, dtype="<u2").tolist() == [TF_MAX, 1]
+
+
+TEXTS = st.lists(
+    st.lists(
+        st.text(alphabet=st.sampled_from(list("ab_.Cd/ -xß日本語ＡＢ\n0")), max_size=30), min_size=1, max_size=3
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(documents=st.lists(TEXTS, max_size=4))
+def test_postings_from_counted_documents_equal_postings_from_token_lists(documents):
+    """What the indexer writes (documents' counted terms, chunks one document after another)
+    is what the token lists of the same chunks give."""
+    tokens = [[t for text in unit for t in tokenize(text)] for units in documents for unit in units]
+    packed = _PackedPostings.from_counts([count_terms(units) for units in documents])
+    assert list(packed.postings()) == reference(tokens)

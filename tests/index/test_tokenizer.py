@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scopelens.core.index.tokenizer import tokenize, unique_terms
+from scopelens.core.index.tokenizer import count_terms, tokenize, unique_terms
 
 
 def test_words_are_lowercased_and_kept_in_order_with_duplicates() -> None:
@@ -134,3 +136,25 @@ def test_tokens_are_nonempty_lowercase_and_without_spaces(text: str) -> None:
         assert token and token == token.lower()
         assert not any(c.isspace() for c in token)
         assert not (len(token) == 1 and token.isdigit())
+
+
+UNITS = st.lists(
+    st.lists(st.text(alphabet=st.sampled_from(list("aB_c.D/-x9 日本語ＡßÜ\n")), max_size=40), max_size=3), max_size=5
+)
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(units=UNITS, before=UNITS)
+def test_count_terms_is_a_counter_of_tokenize_whatever_was_counted_before(units, before):
+    """What the index stores per chunk (counted terms) is what the query side's ``tokenize``
+    gives, and does not depend on the words a process counted earlier (its cache)."""
+    fresh = count_terms(units)
+    count_terms(before)
+    again = count_terms(units)
+    for u, texts in enumerate(units):
+        expected = Counter(t for text in texts for t in tokenize(text))
+        assert fresh.unit(u) == dict(expected)
+        assert int(fresh.lengths[u]) == sum(expected.values())
+    assert (fresh.terms, fresh.term_ids.tolist(), fresh.tfs.tolist()) == (
+        again.terms, again.term_ids.tolist(), again.tfs.tolist()
+    )

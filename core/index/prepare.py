@@ -1,0 +1,127 @@
+"""Preparing files for the index: decode, redact, chunk, count terms; in worker processes when
+there is enough to do.
+
+This module imports no database code, so a worker process (started fresh, ``spawn``) loads
+only what preparation needs. A worker returns each document with its terms already counted
+(``TermCounts``: a few numpy arrays), never token lists: a list of five million strings
+would cost more to send back than to make.
+
+Results come back in the order the files were given, and a file is prepared by the same
+functions in a worker as in the calling process, so chunks, their hashes and their terms do
+not depend on the number of workers (a test checks it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+from scopelens.core.hashing import canonical_json
+from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
+from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.index.tokenizer import TermCounts, count_terms, tokenize
+from scopelens.core.redact import RedactionKey, redact
+
+POOL_MIN_BYTES = 4_000_000
+"""Below this many bytes to prepare, a pool costs more to start than it saves."""
+BATCH_BYTES = 1_000_000
+"""Files are sent to workers in batches of about this many bytes."""
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    """A new or changed file, ready to be written: its redacted chunks and their counted terms."""
+
+    path: str
+    language: str
+    source: str
+    content_hash: str
+    size: int
+    redactions: bytes
+    chunks: tuple[Chunk, ...]
+    terms: TermCounts
+    """Unit ``i`` is chunk ``i``: the terms of its text, path and symbol."""
+    replaces: int | None
+    """Id of the live version this one replaces (``None`` for an added file)."""
+
+
+def chunk_tokens(chunk: Chunk) -> list[str]:
+    """The terms a chunk is indexed under, in order: its text, its path and its symbol."""
+    tokens = tokenize(chunk.text)
+    tokens += tokenize(chunk.path)
+    if chunk.symbol:
+        tokens += tokenize(chunk.symbol)
+    return tokens
+
+
+def prepare_document(
+    path: str, data: bytes, *, classifier: SourceClassifier, replaces: int | None, key: RedactionKey
+) -> PreparedDocument:
+    """Decode, redact (records hashed under ``key``), chunk and count the terms of one file."""
+    language = language_of(path)
+    text, _had_errors = decode_source(data)
+    redacted = redact(text, key)
+    chunks = tuple(chunk_text(path, redacted.text))
+    return PreparedDocument(
+        path=path,
+        language=language,
+        source=classifier.source_of(path, language).value,
+        content_hash=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        redactions=canonical_json([r.model_dump(mode="json") for r in redacted.redactions]),
+        chunks=chunks,
+        terms=count_terms([_pieces(chunk) for chunk in chunks]),
+        replaces=replaces,
+    )
+
+
+def _pieces(chunk: Chunk) -> tuple[str, ...]:
+    return (chunk.text, chunk.path, chunk.symbol) if chunk.symbol else (chunk.text, chunk.path)
+
+
+def _prepare_batch(
+    files: list[tuple[str, bytes]], classifier: SourceClassifier, key: RedactionKey
+) -> list[PreparedDocument]:
+    return [prepare_document(path, data, classifier=classifier, replaces=None, key=key) for path, data in files]
+
+
+def prepare_all(
+    files: Sequence[tuple[str, bytes]],
+    *,
+    classifier: SourceClassifier,
+    key: RedactionKey,
+    workers: int | None = None,
+) -> Iterator[PreparedDocument]:
+    """Prepare ``(path, data)`` files, yielding documents in the same order.
+
+    ``workers`` processes (default: one per core, and none below ``POOL_MIN_BYTES``);
+    ``workers=0`` prepares in this process.
+    """
+    total = sum(len(data) for _, data in files)
+    if workers is None:
+        workers = (os.cpu_count() or 1) if total >= POOL_MIN_BYTES else 0
+    if workers <= 1 and not (workers == 1 and total):
+        for path, data in files:
+            yield prepare_document(path, data, classifier=classifier, replaces=None, key=key)
+        return
+    batches = list(_batches(files))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        for prepared in pool.map(_prepare_batch, batches, [classifier] * len(batches), [key] * len(batches)):
+            yield from prepared
+
+
+def _batches(files: Sequence[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
+    batch: list[tuple[str, bytes]] = []
+    size = 0
+    for item in files:
+        batch.append(item)
+        size += len(item[1])
+        if size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch

@@ -184,7 +184,10 @@ class _Scan:
     def prepare_pending(self, workers: int | None) -> None:
         """Prepare the pending files (in worker processes when there are enough of them)."""
         pending, self.pending = self.pending, []
+        # Documents from workers bring their own copy of every term string: keep one per run.
+        one_copy: dict[str, str] = {}
         for document in prepare_all(pending, classifier=self.classifier, key=self.key, workers=workers):
+            document.terms.terms[:] = map(one_copy.setdefault, document.terms.terms, document.terms.terms)
             self.prepared[document.path] = document
 
     def _unchanged(self, path: str, digest: str, previous: LiveDocument | None) -> bool:

@@ -3,17 +3,18 @@
 One call is one *run*, and each run is one index version, ``project@branch#N``, numbered per
 project and branch; a call that finds nothing to add, change or remove writes no run (no
 version for no change). Files are compared with the live version of the same path by content
-hash, so re-indexing is incremental: only added and changed files are read, redacted,
-chunked and tokenized. A changed or removed file's old version gets ``valid_to`` and stays,
-so ``as_of`` queries still see it. The run's chunks get contiguous ids, sorted by path, so
+hash, so re-indexing is incremental: only added and changed files are redacted, chunked and
+their terms counted (``prepare.py``, in worker processes when there is enough to do). A
+changed or removed file's old version gets ``valid_to`` and stays, so ``as_of`` queries still
+see it. The run's chunks get contiguous ids, sorted by path, so
 that a path-prefix scope is a range of ids inside each run (see ``scorer.py``). Runs write
 one at a time (``Store.lock_index_writers``): the diff, the chunk ids and the run's time are
 taken under that lock, so overlapping runs neither collide nor duplicate versions.
 
-Postings are built with numpy (tokens grouped by string object with value sorts, so only one
-representative per object goes through a dictionary; no per-posting Python loop) and stored
-one row per (run, term): chunk-id offsets from the run's first chunk as little-endian
-uint32, term frequencies as uint16.
+Postings are built with numpy from each document's counted terms (only the distinct term
+strings go through a dictionary; no per-posting Python loop) and stored one row per (run,
+term): chunk-id offsets from the run's first chunk as little-endian uint32, term frequencies
+as uint16.
 
 **Speed** (figures in ``docs/performance.md``). On SQLite a run's rows go in as plain values
 through multi-row ``INSERT`` statements on the driver's cursor, postings in term order (the
@@ -253,10 +254,11 @@ _gc_was_enabled = False
 def gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector (if it is on) for the duration; nestable.
 
-    Indexing keeps every prepared chunk's token list alive until the run is written, and
+    Indexing keeps every prepared chunk alive until the run is written (and, in this process
+    or in one without workers, every distinct word and term in the tokenizer's caches), and
     creates no reference cycles of its own. With the collector on, its full collections walk
-    all those lists again and again: on the standard library (5 million tokens) they took
-    about half the time of reading and preparing the files. Nothing else changes; cycles
+    all those objects again and again: when chunks carried token lists (5 million strings on
+    the standard library) they took about half the time of reading and preparing the files. Nothing else changes; cycles
     made meanwhile elsewhere are collected once the collector is back on.
     """
     global _gc_depth, _gc_was_enabled

@@ -104,7 +104,7 @@ def prepare_all(
     total = sum(len(data) for _, data in files)
     if workers is None:
         workers = (os.cpu_count() or 1) if total >= POOL_MIN_BYTES else 0
-    if workers <= 1 and not (workers == 1 and total):
+    if workers < 1 or not total:
         for path, data in files:
             yield prepare_document(path, data, classifier=classifier, replaces=None, key=key)
         return

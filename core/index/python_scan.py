@@ -81,7 +81,7 @@ class PythonLines:
         np.cumsum(lengths[:-1], out=starts[1:])
         content_ends = starts + np.fromiter(map(len, lines), dtype=np.int64, count=n)
         codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        covered, self.unterminated = _covered(text, len(codes))
+        covered, unterminated = _covered(text, len(codes))
         # A line continues a statement when the character ending the previous line is inside
         # a string (a comment never spans a line break), when brackets are open at its
         # start, or when the previous line's last character is a backslash outside a string.
@@ -91,7 +91,7 @@ class PythonLines:
         delta[covered] = 0
         depth = np.zeros(len(codes) + 1, dtype=np.int32)
         np.cumsum(delta, out=depth[1:])
-        self.balanced = bool(not self.unterminated and depth[-1] == 0 and int(depth.min(initial=0)) >= 0)
+        self.balanced = bool(not unterminated and depth[-1] == 0 and int(depth.min(initial=0)) >= 0)
         """Every bracket closed in order and every string ended: what valid code has (the
         chunker treats other text as not Python)."""
         continued[1:] |= depth[starts[1:]] > 0
@@ -105,7 +105,7 @@ class PythonLines:
         first = np.append(solid, len(codes))[at]
         blank = first >= content_ends
         self.indent = np.where(blank, 0, first - starts)
-        first_char = codes[np.minimum(first, max(len(codes) - 1, 0))] if len(codes) else np.zeros(n, np.uint32)
+        first_char = codes[np.minimum(first, max(len(codes) - 1, 0))]  # (blank lines: any character)
         logical = ~continued & ~blank
         self.code = logical & (first_char != ord("#"))
         self.top_level = self.code & (self.indent == 0)

@@ -133,7 +133,6 @@ def _keep(token: str) -> bool:
     return bool(token.strip("_"))
 
 
-_ASCII_WORD = _ASCII_CHUNK
 _ANY_WORD = re.compile(rf"[{CJK_RANGES}]+|{_WORD}+(?:{_JOIN}{_WORD}+)*")
 """``_CHUNK`` without groups: a CJK run or a (compound) word, as one string."""
 
@@ -174,12 +173,9 @@ class _Expansions:
 
     def lookup(self, distinct_words: list[str]) -> list[tuple[int, ...]]:
         if len(self.of_word) > self.LIMIT:
-            self.__init__()  # type: ignore[misc]
-        found = list(map(self.of_word.get, distinct_words))
-        for w, ids in enumerate(found):
-            if ids is None:
-                found[w] = self._expand(distinct_words[w])
-        return found  # type: ignore[return-value]
+            self.terms, self.term_ids, self.of_word = [], {}, {}
+        known = self.of_word.get
+        return [ids if (ids := known(word)) is not None else self._expand(word) for word in distinct_words]
 
     def _expand(self, word: str) -> tuple[int, ...]:
         ids = []
@@ -209,7 +205,7 @@ def count_terms(units: Sequence[Sequence[str]]) -> TermCounts:
         before = len(words)
         for text in texts:
             if text.isascii():
-                words += _ASCII_WORD.findall(text)
+                words += _ASCII_CHUNK.findall(text)
             else:
                 words += _ANY_WORD.findall(unicodedata.normalize("NFKC", text))
         per_unit[u] = len(words) - before

@@ -158,3 +158,18 @@ def test_count_terms_is_a_counter_of_tokenize_whatever_was_counted_before(units,
     assert (fresh.terms, fresh.term_ids.tolist(), fresh.tfs.tolist()) == (
         again.terms, again.term_ids.tolist(), again.tfs.tolist()
     )
+
+
+def test_counting_a_large_vocabulary_keeps_the_caches_bounded() -> None:
+    """A worker preparing a large corpus counts hundreds of thousands of distinct words: the
+    cache of word expansions is bounded, and counting does not fill the query side's cache."""
+    from scopelens.core.index import tokenizer
+
+    limit = tokenizer._Expansions.LIMIT
+    query_cache_before = tokenizer._expand.cache_info().currsize
+    words = [f"someIdentifier_{n}_value" for n in range(3 * limit)]
+    for start in range(0, len(words), 5_000):
+        counts = count_terms([(" ".join(words[start : start + 5_000]),)])
+        assert "someidentifier" in counts.terms
+        assert len(tokenizer._EXPANSIONS.of_word) <= limit + 5_000
+    assert tokenizer._expand.cache_info().currsize == query_cache_before

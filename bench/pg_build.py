@@ -5,7 +5,7 @@ It copies the running Python's standard library (``--quick``: 150 files) into a 
 workspace, indexes it into a fresh SQLite store and into a fresh PostgreSQL database (a
 throw-away cluster started from the machine's ``initdb``/``pg_ctl``, as the tests do), each
 ``--reps`` times, alternating, and prints the median wall of each and the ratio
-PostgreSQL / SQLite. Rows go to PostgreSQL through ``COPY`` (core/index/indexer.py,
+PostgreSQL / SQLite. Rows go to PostgreSQL through ``COPY`` (core/index/run_writer.py,
 ``_copy_rows``). Timing never goes into unit tests.
 """
 

@@ -381,7 +381,7 @@ def index_changed(store: Store, scope: RetrievalScope, then: str, now: str) -> b
     """
     if then == now:
         return False
-    statement = select(IndexRunRow).where(col(IndexRunRow.project) == scope.project)
+    statement = select(IndexRunRow).where(col(IndexRunRow.project) == scope.project, col(IndexRunRow.finished_at).is_not(None))
     if scope.branch is not None:
         statement = statement.where(col(IndexRunRow.branch) == scope.branch)
     with store.read() as conn:

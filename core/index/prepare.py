@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 
@@ -30,6 +31,9 @@ POOL_MIN_BYTES = 4_000_000
 """Below this many bytes to prepare, a pool costs more to start than it saves."""
 BATCH_BYTES = 1_000_000
 """Files are sent to workers in batches of about this many bytes."""
+IN_FLIGHT_PER_WORKER = 2
+"""Batches sent to the workers ahead of the one being collected, per worker: enough to keep
+them busy while the caller writes, few enough that memory does not grow with the corpus."""
 
 
 @dataclass(frozen=True)
@@ -90,31 +94,40 @@ def _prepare_batch(
 
 
 def prepare_all(
-    files: Sequence[tuple[str, bytes]],
+    files: Iterable[tuple[str, bytes]],
     *,
     classifier: SourceClassifier,
     key: RedactionKey,
     workers: int | None = None,
+    total_bytes: int | None = None,
 ) -> Iterator[PreparedDocument]:
-    """Prepare ``(path, data)`` files, yielding documents in the same order.
+    """Prepare ``(path, data)`` files, yielding documents in the same order, as they come.
 
-    ``workers`` processes (default: one per core, and none below ``POOL_MIN_BYTES``);
-    ``workers=0`` prepares in this process.
+    ``files`` is read as it is consumed: at most ``IN_FLIGHT_PER_WORKER`` batches per worker
+    are sent ahead of the document being yielded, so the files' bytes need not all be held.
+    ``workers`` processes (default: one per core, and none when ``total_bytes``, the bytes to
+    prepare if known, is below ``POOL_MIN_BYTES``); ``workers=0`` prepares in this process.
     """
-    total = sum(len(data) for _, data in files)
     if workers is None:
-        workers = (os.cpu_count() or 1) if total >= POOL_MIN_BYTES else 0
-    if workers < 1 or not total:
+        if total_bytes is None:
+            files = list(files)
+            total_bytes = sum(len(data) for _, data in files)
+        workers = (os.cpu_count() or 1) if total_bytes >= POOL_MIN_BYTES else 0
+    if workers < 1:
         for path, data in files:
             yield prepare_document(path, data, classifier=classifier, replaces=None, key=key)
         return
-    batches = list(_batches(files))
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        for prepared in pool.map(_prepare_batch, batches, [classifier] * len(batches), [key] * len(batches)):
-            yield from prepared
+        ahead: deque[Future[list[PreparedDocument]]] = deque()
+        for batch in _batches(files):
+            ahead.append(pool.submit(_prepare_batch, batch, classifier, key))
+            if len(ahead) > IN_FLIGHT_PER_WORKER * workers:
+                yield from ahead.popleft().result()
+        while ahead:
+            yield from ahead.popleft().result()
 
 
-def _batches(files: Sequence[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
+def _batches(files: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
     batch: list[tuple[str, bytes]] = []
     size = 0
     for item in files:

@@ -56,7 +56,7 @@ from scopelens.core.index.timeutil import FOREVER
 from scopelens.core.pathmatch import normalise_prefix
 from scopelens.core.store.engine import SQLITE_BUSY_TIMEOUT_S, sqlite_path_of
 from scopelens.core.store.store import Store
-from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow
+from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow, IndexSegmentRow
 from scopelens.core.vocab import Source
 
 BM25_K1 = 1.2
@@ -119,6 +119,9 @@ class _Segment:
     """The run's chunk paths, in chunk-id order (sorted)."""
     symbols: list[str | None] = field(default_factory=list)
     """The run's chunk symbols (``Class.method``), in chunk-id order."""
+    parts: list[tuple[int, int]] = field(default_factory=list)
+    """``(index segment id, its first chunk's offset in the run)`` of each index segment the
+    run's postings were written in, in chunk order (``core/index/run_writer.py``)."""
 
 
 @dataclass
@@ -295,7 +298,7 @@ class Scorer:
         key = self._probe_key(project)
         if key is not None:
             return key
-        statement = select(func.coalesce(func.max(col(IndexRunRow.id)), 0))
+        statement = select(func.coalesce(func.max(col(IndexRunRow.id)), 0)).where(col(IndexRunRow.finished_at).is_not(None))
         if project is not None:
             statement = statement.where(col(IndexRunRow.project) == project)
         with self.store.read() as conn:
@@ -321,10 +324,13 @@ class Scorer:
                     )
                     weakref.finalize(self, self._probe.close)
                 if project is None:
-                    rows = self._probe.execute("SELECT coalesce(max(id), 0) FROM index_runs").fetchall()
+                    rows = self._probe.execute(
+                        "SELECT coalesce(max(id), 0) FROM index_runs WHERE finished_at IS NOT NULL"
+                    ).fetchall()
                 else:
                     rows = self._probe.execute(
-                        "SELECT coalesce(max(id), 0) FROM index_runs WHERE project = ?", (project,)
+                        "SELECT coalesce(max(id), 0) FROM index_runs WHERE finished_at IS NOT NULL AND project = ?",
+                        (project,),
                     ).fetchall()
             except sqlite3.Error:
                 return None
@@ -340,7 +346,15 @@ class Scorer:
         return view
 
     def _load_view(self, project: str | None, key: int) -> _View:
-        runs_query = select(IndexRunRow).order_by(col(IndexRunRow.id))
+        # Finished runs only (a run is invisible until its final commit, see run_writer.py);
+        # their chunks are those with a document row.
+        runs_query = select(IndexRunRow).where(col(IndexRunRow.finished_at).is_not(None)).order_by(col(IndexRunRow.id))
+        parts_query = (
+            sa_select(col(IndexSegmentRow.run_id), col(IndexSegmentRow.id), col(IndexSegmentRow.chunk_lo))
+            .join(IndexRunRow, col(IndexRunRow.id) == col(IndexSegmentRow.run_id))
+            .where(col(IndexRunRow.finished_at).is_not(None))
+            .order_by(col(IndexSegmentRow.run_id), col(IndexSegmentRow.chunk_lo))
+        )
         chunk_query = (
             sa_select(
                 col(IndexChunkRow.id),
@@ -357,9 +371,11 @@ class Scorer:
         )
         if project is not None:
             runs_query = runs_query.where(col(IndexRunRow.project) == project)
+            parts_query = parts_query.where(col(IndexRunRow.project) == project)
             chunk_query = chunk_query.where(col(IndexDocumentRow.project) == project)
         with self.store.read() as conn:
             runs = list(conn.exec(runs_query))
+            parts = conn.execute(parts_query).all()
             rows = conn.execute(chunk_query.execution_options(yield_per=5000)).all()
         n = len(rows)
         chunk_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
@@ -367,44 +383,65 @@ class Scorer:
         valid_to = np.fromiter((FOREVER if r[5] is None else r[5] for r in rows), dtype=np.int64, count=n)
         source = np.fromiter((SOURCE_CODES[Source(r[6])] for r in rows), dtype=np.int8, count=n)
         length = np.fromiter((r[3] for r in rows), dtype=np.float32, count=n)
+        lo_of = {int(run.id or 0): run.chunk_lo for run in runs}
+        parts_of: dict[int, list[tuple[int, int]]] = {}
+        for run_id, segment_id, chunk_lo in parts:
+            parts_of.setdefault(int(run_id), []).append((int(segment_id), int(chunk_lo) - lo_of[int(run_id)]))
         segments: list[_Segment] = []
         position = 0
         for run in runs:
             size = run.chunk_hi - run.chunk_lo
             paths = [r[2] for r in rows[position : position + size]]
             symbols = [r[7] for r in rows[position : position + size]]
-            segments.append(_Segment(int(run.id or 0), run.branch, run.root, run.chunk_lo, position, paths, symbols))
+            run_id = int(run.id or 0)
+            segments.append(
+                _Segment(run_id, run.branch, run.root, run.chunk_lo, position, paths, symbols, parts_of.get(run_id, []))
+            )
             position += size
         return _View(key, segments, chunk_ids, valid_from, valid_to, source, length)
 
-    def _load_postings(self, run_ids: Iterable[int], terms: Iterable[str]) -> None:
-        wanted = [(r, t) for r in run_ids for t in terms if (r, t) not in self._postings]
+    def _load_postings(self, segments: Iterable[_Segment], terms: Iterable[str]) -> None:
+        """Cache each run's postings of ``terms``: the rows of its index segments, their
+        offsets moved to the run's, one after another (so still ascending)."""
+        runs = {segment.run_id: segment for segment in segments}
+        wanted = [(r, t) for r in runs for t in terms if (r, t) not in self._postings]
         if not wanted:
             return
         if len(self._postings) > POSTINGS_CACHE_LIMIT:
             self._postings.clear()
         want_runs = sorted({r for r, _ in wanted})
         want_terms = sorted({t for _, t in wanted})
-        for r, t in wanted:
-            self._postings[(r, t)] = None
+        part_of = {part: (run_id, base) for run_id in want_runs for part, base in runs[run_id].parts}
+        want_parts = sorted(part_of)
+        found: dict[tuple[int, str], list[tuple[int, np.ndarray, np.ndarray]]] = {}
         with self.store.read() as conn:
             for batch_start in range(0, len(want_terms), 500):
                 batch = want_terms[batch_start : batch_start + 500]
                 rows = conn.execute(
                     select(
-                        col(IndexPostingRow.run_id),
+                        col(IndexPostingRow.segment_id),
                         col(IndexPostingRow.term),
                         col(IndexPostingRow.chunk_ids),
                         col(IndexPostingRow.tfs),
                     )
                     .where(col(IndexPostingRow.term).in_(batch))
-                    .where(col(IndexPostingRow.run_id).in_(want_runs))
+                    .where(col(IndexPostingRow.segment_id).in_(want_parts))
                 )
-                for run_id, term, ids, tfs in rows:
-                    self._postings[(int(run_id), term)] = (
-                        np.frombuffer(as_bytes(ids), dtype="<u4").astype(np.int64),
-                        np.frombuffer(as_bytes(tfs), dtype="<u2").astype(np.float32),
+                for segment_id, term, ids, tfs in rows:
+                    run_id, base = part_of[int(segment_id)]
+                    offsets = np.frombuffer(as_bytes(ids), dtype="<u4").astype(np.int64)
+                    offsets += base
+                    found.setdefault((run_id, term), []).append(
+                        (base, offsets, np.frombuffer(as_bytes(tfs), dtype="<u2").astype(np.float32))
                     )
+        for key in wanted:
+            pieces = sorted(found.get(key, ()), key=lambda piece: piece[0])
+            if not pieces:
+                self._postings[key] = None
+            elif len(pieces) == 1:
+                self._postings[key] = pieces[0][1:]
+            else:
+                self._postings[key] = (np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces]))
 
     # ------------------------------------------------------------------ scoring
 
@@ -619,7 +656,7 @@ class Scorer:
                     other.clear()
                 view.cached_terms = view.dense_bytes = 0
                 missing = list(weights)
-            self._load_postings([s.run_id for s in segments], missing)
+            self._load_postings(segments, missing)
             for term in missing:
                 cache[term] = self._term(segments, live, total, norm, term)
             view.cached_terms += len(missing)

@@ -28,7 +28,8 @@ from scopelens.core.store.tables import IndexRunRow
 def indexed_branches(store: Store, project: str) -> list[str]:
     """The branches the project's index has runs for ("" for runs made without a branch)."""
     with store.read() as conn:
-        rows = conn.execute(select(col(IndexRunRow.branch)).where(col(IndexRunRow.project) == project).distinct())
+        finished = col(IndexRunRow.finished_at).is_not(None)
+        rows = conn.execute(select(col(IndexRunRow.branch)).where(col(IndexRunRow.project) == project, finished).distinct())
         return sorted(str(b) for b in rows.scalars())
 
 

@@ -351,7 +351,7 @@ class Retriever:
 
 def current_pins(store: Store, scope: RetrievalScope, policy: Policy, engine_version: str = ENGINE_VERSION) -> Pins:
     """What a retrieval under ``scope`` and ``policy`` would pin right now."""
-    statement = select(IndexRunRow).where(col(IndexRunRow.project) == scope.project)
+    statement = select(IndexRunRow).where(col(IndexRunRow.project) == scope.project, col(IndexRunRow.finished_at).is_not(None))
     if scope.branch is not None:
         statement = statement.where(col(IndexRunRow.branch) == scope.branch)
     with store.read() as conn:

@@ -50,6 +50,7 @@ from scopelens.core.errors import (
 from scopelens.core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
 from scopelens.core.redact import RedactionKey, secrets_in
 from scopelens.core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
+from scopelens.core.store.index_lock import index_run_lock
 from scopelens.core.store.keys import key_path_for, load_or_create_key
 from scopelens.core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
 from scopelens.core.store.tables import (
@@ -72,11 +73,9 @@ from scopelens.core.vocab import EventType, Stage
 APP_ID = "scopelens"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 MIGRATION_LOCK = 7133701
+"""PostgreSQL advisory lock key held while migrating."""
 KNOWN_PROJECTS_SHOWN = 20
 """How many project names an unknown-project error lists (a shared store may hold many)."""
-"""PostgreSQL advisory lock key held while migrating."""
-INDEX_WRITER_LOCK = 7133702
-"""PostgreSQL advisory lock key held by the write transaction of an index run."""
 
 
 class StoreNeedsMigrationError(ScopelensError):
@@ -296,20 +295,14 @@ class Store:
         with connection as conn, conn.begin(), Session(bind=conn) as session:
             yield session
 
-    def lock_index_writers(self, conn: Session) -> None:
-        """Make index runs write one at a time: called first in a run's write transaction.
-
-        A run allocates its chunk ids after the highest one stored and diffs the workspace
-        against the live documents, so both must be read by one writer at a time, and see
-        every run committed before. SQLite's write transaction holds the store's write lock
-        from its start already (``BEGIN IMMEDIATE``); PostgreSQL takes an advisory lock until
-        the transaction ends (store-wide: chunk ids are, and the scorer relies on runs' chunk
-        ids ascending with their run ids), which blocks no reader and no event append; the
-        write transaction is READ COMMITTED, so each statement after the lock sees every run
-        committed before it was granted.
-        """
-        if self.dialect == "postgresql":
-            conn.execute(text(f"SELECT pg_advisory_xact_lock({INDEX_WRITER_LOCK})"))
+    @contextmanager
+    def index_run_lock(self) -> Iterator[None]:
+        """Make index runs of this store run one at a time (``index_lock.py``): held from before
+        a run's diff to after its final commit. Readers and event appends never wait for it."""
+        if self.read_only:
+            raise ImmutableRecordError("this store was opened read-only")
+        with index_run_lock(self.engine, self.url):
+            yield
 
     def _lock_store_head(self, conn: Session) -> tuple[int, str]:
         statement = select(col(StoreHeadRow.store_seq), col(StoreHeadRow.head_hash)).where(col(StoreHeadRow.id) == 1)

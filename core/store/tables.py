@@ -165,14 +165,27 @@ class IndexChunkRow(SQLModel, table=True):
     text: str
 
 
-class IndexPostingRow(SQLModel, table=True):
-    """The postings of one term in one run: chunk ids and term frequencies, packed int32.
+class IndexSegmentRow(SQLModel, table=True):
+    """A contiguous range of one run's chunk ids whose postings were written together
+    (migration ``0012_index_segments``): a run streams, one segment per batch of files."""
 
-    Keyed by (term, run_id) (migration ``0006_postings_by_term``; ``WITHOUT ROWID`` on SQLite),
-    the order recall looks them up in; the columns keep their original order."""
+    __tablename__ = "index_segments"
+    id: int | None = Field(default=None, primary_key=True, sa_type=BigInteger)
+    run_id: int = Field(sa_type=BigInteger)
+    chunk_lo: int = Field(sa_type=BigInteger)
+    chunk_hi: int = Field(sa_type=BigInteger)
+
+
+class IndexPostingRow(SQLModel, table=True):
+    """The postings of one term in one segment: chunk-id offsets from the segment's first
+    chunk (uint32) and term frequencies (uint16), packed.
+
+    Keyed by (term, segment_id) (migration ``0006_postings_by_term``; ``WITHOUT ROWID`` on
+    SQLite), the order recall looks them up in; the columns keep their original order (the
+    first was ``run_id`` until ``0012_index_segments``)."""
 
     __tablename__ = "index_postings"
-    run_id: int = Field(primary_key=True, sa_type=BigInteger)
+    segment_id: int = Field(primary_key=True, sa_type=BigInteger)
     term: str = Field(primary_key=True)
     chunk_ids: bytes
     tfs: bytes
@@ -249,6 +262,7 @@ STORE_TABLES: tuple[type[SQLModel], ...] = (
     IndexRunRow,
     IndexDocumentRow,
     IndexChunkRow,
+    IndexSegmentRow,
     IndexPostingRow,
     MemoryRow,
     MemoryVersionRow,

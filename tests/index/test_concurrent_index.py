@@ -1,13 +1,14 @@
 """Two index runs at once on one store, on both backends: of the same project (the one that
-writes second sees what the first committed and records no change), and of two projects (their
-chunk ids do not collide). Each run waits at a barrier once it has read the live documents and
-its files, so both have looked at the store before either writes."""
+runs second sees what the first committed and records no change), and of two projects (their
+chunk ids do not collide). The runs start together (a barrier); the index-run lock makes one
+wait for the other."""
 
 from __future__ import annotations
 
 import hashlib
 import multiprocessing
 import queue
+import threading
 import traceback
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,15 +46,11 @@ def _files(tag: str) -> dict[str, str]:
 
 
 def _index_run(url: str, root: str, project: str, barrier: Any, results: Any) -> None:
-    """One run; it waits for the other at its last file, before it writes anything."""
-
-    def meet(done: int, total: int, _path: str) -> None:
-        if done == total:
-            barrier.wait(timeout=WAIT_S)
-
+    """One run, started when the other one starts."""
     try:
         with Store.open(url) as store:
-            report = index_workspace(store, Path(root), project=project, progress=meet)
+            barrier.wait(timeout=WAIT_S)
+            report = index_workspace(store, Path(root), project=project)
     except BaseException:
         results.put((project, "error", traceback.format_exc()))
         raise
@@ -168,29 +165,38 @@ def test_two_index_runs_at_once(store_url, tmp_path, scenario):
     assert (again.added, again.changed, again.removed, again.unchanged) == ([], [], [], FILES)
 
 
-def test_a_run_diffs_against_what_another_run_wrote_meanwhile(store_url, tmp_path):
-    """Run B looks at the live documents, then run W indexes another state of the same files
-    and commits before B writes: B's diff is against W's versions, not its first look."""
+def test_a_run_that_waited_diffs_against_what_the_other_run_wrote(store_url, tmp_path):
+    """Run W starts while run B reads its files; W waits for B's index-run lock, then diffs
+    against B's versions: W records only what differs from what B wrote."""
     clock = SteppingClock(T0, timedelta(minutes=1))
     root = tmp_path / "ws"
     write(root, {"a.py": "A = 1\n", "gone.py": "G = 1\n", "z.py": "Z = 1\n"})
     with Store.open(store_url, create=True) as store:
         index_workspace(store, root, project="alpha", clock=clock)
     (root / "gone.py").unlink()
+    write(root, {"a.py": "A = 2\n"})
+    outcome: dict[str, Any] = {}
+
+    def waiting_run() -> None:
+        with Store.open(store_url) as other:
+            outcome["w"] = index_workspace(other, root, project="alpha", clock=clock)
+
+    waiter = threading.Thread(target=waiting_run)
 
     def meanwhile(done: int, total: int, _path: str) -> None:
-        if done != total:  # at the last file: B has looked at the live documents and read a.py
-            return
-        write(root, {"a.py": "A = 2\n", "new.py": "N = 1\n"})
-        with Store.open(store_url) as other:
-            won = index_workspace(other, root, project="alpha", clock=clock)
-        assert (won.added, won.changed, won.removed, won.unchanged) == (["new.py"], ["a.py"], ["gone.py"], 1)
-        write(root, {"a.py": "A = 1\n"})
-        (root / "new.py").unlink()
+        if done == total:  # B has read every file: W starts, and must wait for B
+            waiter.start()
+            waiter.join(timeout=1.0)
+            assert waiter.is_alive(), "the second run did not wait for the first"
+            write(root, {"new.py": "N = 1\n"})  # after B's walk: only W sees it
 
     with Store.open(store_url) as store:
-        late = index_workspace(store, root, project="alpha", clock=clock, progress=meanwhile)
-    assert (late.added, late.changed, late.removed, late.unchanged) == ([], ["a.py"], ["new.py"], 1)
+        first = index_workspace(store, root, project="alpha", clock=clock, progress=meanwhile)
+    waiter.join(timeout=WAIT_S)
+    second = outcome["w"]
+    assert (first.added, first.changed, first.removed, first.unchanged) == ([], ["a.py"], ["gone.py"], 1)
+    assert (second.added, second.changed, second.removed, second.unchanged) == (["new.py"], [], [], 2)
+    assert (first.version, second.version) == (2, 3)
 
     with Store.open(store_url, read_only=True) as store, store.read() as conn:
         rows = conn.execute(
@@ -202,12 +208,10 @@ def test_a_run_diffs_against_what_another_run_wrote_meanwhile(store_url, tmp_pat
             ).order_by(col(IndexDocumentRow.id))
         ).all()
     live = {path: digest for path, digest, _from, to in rows if to is None}
-    assert live == {path: hashlib.sha256((root / path).read_bytes()).hexdigest() for path in ("a.py", "z.py")}
-    # Versions are valid for ordered, non-empty spans: gone.py ended when W removed it, W's
-    # a.py and new.py when B wrote after it.
+    assert live == {path: hashlib.sha256((root / path).read_bytes()).hexdigest() for path in ("a.py", "new.py", "z.py")}
+    # Versions are valid for ordered, non-empty spans; nothing was written twice.
     assert all(to is None or to > valid_from for _path, _digest, valid_from, to in rows)
-    ends = {path: to for path, _digest, _from, to in rows if to is not None}
-    assert ends["gone.py"] < ends["new.py"]
+    assert len(rows) == 5  # a.py twice, gone.py, z.py, new.py
 
 
 def test_write_run_refuses_documents_prepared_against_a_stale_look(store_url, tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlmodel import col, select
 
-from scopelens.core.index import indexer
+from scopelens.core.index import run_writer
 from scopelens.core.index.indexer import index_workspace
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexPostingRow
@@ -24,7 +24,7 @@ def rows(url: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
 def test_rows_copied_into_postgresql_equal_the_rows_inserted_into_sqlite(tmp_path: Path, postgres_url: str,
                                                                          monkeypatch) -> None:  # type: ignore[no-untyped-def]
     copied: list[str] = []
-    real_copy = indexer._copy_rows
+    real_copy = run_writer._copy_rows
 
     def counting_copy(connection, table, columns, data):  # type: ignore[no-untyped-def]
         done = real_copy(connection, table, columns, data)
@@ -32,7 +32,7 @@ def test_rows_copied_into_postgresql_equal_the_rows_inserted_into_sqlite(tmp_pat
             copied.append(table.name)
         return done
 
-    monkeypatch.setattr(indexer, "_copy_rows", counting_copy)
+    monkeypatch.setattr(run_writer, "_copy_rows", counting_copy)
     root = tmp_path / "ws"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "limits.py").write_text(
@@ -44,5 +44,5 @@ def test_rows_copied_into_postgresql_equal_the_rows_inserted_into_sqlite(tmp_pat
     for url in (sqlite_url, postgres_url):
         with Store.open(url, create=True) as store:
             index_workspace(store, root, project="alpha")
-    assert sorted(copied) == ["index_chunks", "index_postings"]  # PostgreSQL only: SQLite has its own path
+    assert sorted(copied) == ["index_chunks", "index_documents", "index_postings"]  # PostgreSQL only: SQLite has its own path
     assert rows(postgres_url) == rows(sqlite_url)  # tabs, accents, a literal \N, NULL symbols, binary postings

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scopelens.core.index.indexer import TF_MAX, _PackedPostings, build_postings
+from scopelens.core.index.postings import TF_MAX, PackedPostings, build_postings
 from scopelens.core.index.tokenizer import count_terms, tokenize
 
 
@@ -74,5 +74,5 @@ def test_postings_from_counted_documents_equal_postings_from_token_lists(documen
     """What the indexer writes (documents' counted terms, chunks one document after another)
     is what the token lists of the same chunks give."""
     tokens = [[t for text in unit for t in tokenize(text)] for units in documents for unit in units]
-    packed = _PackedPostings.from_counts([count_terms(units) for units in documents])
+    packed = PackedPostings.from_counts([count_terms(units) for units in documents])
     assert list(packed.postings()) == reference(tokens)

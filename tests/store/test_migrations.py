@@ -34,7 +34,8 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
         "id", "run_id", "document_id", "ordinal", "path", "start_line", "end_line", "kind", "symbol",
         "token_count", "text",
     ],
-    "index_postings": ["run_id", "term", "chunk_ids", "tfs"],
+    "index_segments": ["id", "run_id", "chunk_lo", "chunk_hi"],
+    "index_postings": ["segment_id", "term", "chunk_ids", "tfs"],
     "memories": ["id", "project", "status", "body", "content_hash", "updated_at", "version"],
     "memory_versions": [
         "memory_id", "version", "project", "status", "change", "recorded_at", "body", "content_hash", "prev_hash", "hash",
@@ -74,7 +75,8 @@ def test_migrations_are_recorded_in_order_and_reopening_is_a_no_op(store_url):
 
 
 def test_postings_keep_their_rows_when_rekeyed_by_term(store_url, monkeypatch):
-    """0006 rebuilds index_postings keyed by (term, run_id): rows written before it survive."""
+    """0006 rebuilds index_postings keyed by (term, run_id): rows written before it survive
+    (and 0012 names the run the rows' segment)."""
     import scopelens.core.store.store as store_module
 
     names = [m.name for m in MIGRATIONS]
@@ -89,12 +91,12 @@ def test_postings_keep_their_rows_when_rekeyed_by_term(store_url, monkeypatch):
             )
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS)
     with Store.open(store_url) as store, store.engine.connect() as conn:
-        stored = conn.execute(text("SELECT run_id, term, chunk_ids, tfs FROM index_postings ORDER BY term")).all()
+        stored = conn.execute(text("SELECT segment_id, term, chunk_ids, tfs FROM index_postings ORDER BY term")).all()
         inspector = inspect(conn)
         key = inspector.get_pk_constraint("index_postings")["constrained_columns"]
         indexes = inspector.get_indexes("index_postings")
     assert [(r, t, bytes(i), bytes(f)) for r, t, i, f in stored] == sorted(rows, key=lambda row: row[1])
-    assert key == ["term", "run_id"] and indexes == []
+    assert key == ["term", "segment_id"] and indexes == []
 
 
 def test_index_runs_written_before_versions_keep_their_ids_as_versions(store_url, monkeypatch, tmp_path):
@@ -106,11 +108,11 @@ def test_index_runs_written_before_versions_keep_their_ids_as_versions(store_url
 
     before = [m.name for m in MIGRATIONS].index("0009_index_versions")
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS[:before])
-    columns = "project, branch, root, started_at, added, changed, removed, unchanged, chunk_lo, chunk_hi"
+    columns = "project, branch, root, started_at, finished_at, added, changed, removed, unchanged, chunk_lo, chunk_hi"
     with Store.open(store_url, create=True) as store, store.engine.begin() as conn:
         for project in ("alpha", "beta", "alpha"):
             conn.execute(
-                text(f"INSERT INTO index_runs ({columns}) VALUES (:p, 'main', '/r', 0, 0, 0, 0, 0, 1, 1)"), {"p": project}
+                text(f"INSERT INTO index_runs ({columns}) VALUES (:p, 'main', '/r', 0, 0, 0, 0, 0, 0, 1, 1)"), {"p": project}
             )
     monkeypatch.setattr(store_module, "MIGRATIONS", MIGRATIONS)
     root = tmp_path / "ws"

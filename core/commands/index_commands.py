@@ -36,6 +36,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
                        help="skip files larger than this many bytes (default: %(default)s)")
     index.add_argument("--policy", type=Path, help="policy TOML for rule_globs/decision_globs "
                        "(default: PATH/.scopelens/policy.toml)")
+    index.add_argument("--workers", type=_workers, default=None,
+                       help="processes that prepare files (default: one per core when there is enough to "
+                       "prepare; 0 prepares in this process)")
     index.add_argument("--json", action="store_true", help="print JSON")
     index.set_defaults(run=run_index)
 
@@ -53,6 +56,16 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     search.add_argument("--top-k", type=int, default=10, help="how many chunks to print (default: %(default)s)")
     search.add_argument("--json", action="store_true", help="print JSON")
     search.set_defaults(run=run_search)
+
+
+def _workers(value: str) -> int:
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of processes") from None
+    if not 0 <= count <= 256:
+        raise argparse.ArgumentTypeError(f"{count} is not between 0 and 256")
+    return count
 
 
 def parse_time(value: str | None, *, flag: str) -> datetime | None:
@@ -74,7 +87,7 @@ def run_index(args: argparse.Namespace) -> int:
     def run(store: Store, progress: Callable[[int, int, str], None] | None) -> IndexReport:
         return index_workspace(
             store, args.path, project=args.project, branch=branch, max_bytes=args.max_bytes,
-            progress=progress, classifier=classifier,
+            progress=progress, classifier=classifier, workers=args.workers,
         )
 
     with Store.open(args.db, create=True) as store:

@@ -3,7 +3,7 @@ little-endian uint32 and term frequencies as uint16.
 
 They are built from each document's counted terms (only the distinct term strings go through
 a dictionary; no per-posting Python loop). Terms come out in code point order, the order of
-the (term, segment_id) key, so SQLite appends to its B-tree.
+the (segment_id, term) key within a segment, so SQLite appends to its B-tree.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class PackedPostings:
         if not len(item_of):
             return cls([], bytearray(), bytearray(), [0])
         # Number the distinct strings (far fewer than the tokens) in sorted order: postings
-        # are then inserted in the order of their (term, segment_id) key.
+        # are then inserted in the order of their (segment_id, term) key.
         vocabulary: dict[str, int] = {}
         term_ids = np.fromiter(
             map(vocabulary.setdefault, distinct, map(len, repeat(vocabulary))), dtype=np.int64, count=len(distinct)

@@ -29,9 +29,9 @@ from scopelens.core.redact import RedactionKey, redact
 
 POOL_MIN_BYTES = 4_000_000
 """Below this many bytes to prepare, a pool costs more to start than it saves."""
-BATCH_BYTES = 1_000_000
+BATCH_BYTES = 250_000
 """Files are sent to workers in batches of about this many bytes."""
-IN_FLIGHT_PER_WORKER = 2
+IN_FLIGHT_PER_WORKER = 1
 """Batches sent to the workers ahead of the one being collected, per worker: enough to keep
 them busy while the caller writes, few enough that memory does not grow with the corpus."""
 

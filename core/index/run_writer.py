@@ -19,7 +19,7 @@ that nothing reads; the next run removes them first, under the same lock
 transaction, never for a whole run.
 
 **Speed.** On SQLite rows go in as plain values through multi-row ``INSERT`` statements on the
-driver's cursor, postings in term order (the order of their (term, segment_id) key, so its
+driver's cursor, postings in term order (the order of their (segment_id, term) key, so its
 B-tree is appended to) with their blobs as ``bytearray``, with a larger page cache on the
 writing connection only; no durability setting is touched. On PostgreSQL they go through
 ``COPY``.
@@ -51,9 +51,9 @@ from scopelens.core.store.tables import (
 if TYPE_CHECKING:
     from scopelens.core.index.indexer import IndexReport, LiveDocument
 
-WRITE_CACHE_KIB = 256 * 1024
+WRITE_CACHE_KIB = 8 * 1024
 """SQLite page cache of a connection that writes a segment (the default is 2 MiB)."""
-SEGMENT_BYTES = 8_000_000
+SEGMENT_BYTES = 2_000_000
 """A segment is written once its files hold about this many bytes: the bound on what the
 indexing process keeps of a run (about 5 MiB of chunks and counts per MB of source)."""
 

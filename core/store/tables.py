@@ -180,9 +180,9 @@ class IndexPostingRow(SQLModel, table=True):
     """The postings of one term in one segment: chunk-id offsets from the segment's first
     chunk (uint32) and term frequencies (uint16), packed.
 
-    Keyed by (term, segment_id) (migration ``0006_postings_by_term``; ``WITHOUT ROWID`` on
-    SQLite), the order recall looks them up in; the columns keep their original order (the
-    first was ``run_id`` until ``0012_index_segments``)."""
+    Keyed by (segment_id, term) (migration ``0012_index_segments``; ``WITHOUT ROWID`` on
+    SQLite): a segment's rows are appended to the key's B-tree, and recall seeks each
+    (segment, term) pair. The first column was ``run_id`` before 0012."""
 
     __tablename__ = "index_postings"
     segment_id: int = Field(primary_key=True, sa_type=BigInteger)

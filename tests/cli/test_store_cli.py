@@ -130,3 +130,20 @@ def _snapshot_dir(root: Path) -> dict[str, tuple[int, int]]:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
+
+
+def test_index_workers_flag(capsys, tmp_path):
+    """``--workers 0`` prepares in the indexing process and indexes the same; a bad count is
+    one line on stderr and exit code 2, with nothing written."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("def handler(request):\n    return request\n", encoding="utf-8")
+    db = tmp_path / "w.db"
+    code, out, _ = run(capsys, "index", str(root), "--project", "p", "--db", str(db), "--workers", "0", "--json")
+    assert code == 0 and json.loads(out)["added"] == ["a.py"]
+    for bad in ("-1", "many", "9999"):
+        with pytest.raises(SystemExit) as exited:
+            main(["index", str(root), "--project", "q", "--db", str(tmp_path / "x.db"), "--workers", bad])
+        _, err = capsys.readouterr()
+        assert exited.value.code == 2 and "--workers" in err and "Traceback" not in err
+        assert not (tmp_path / "x.db").exists()

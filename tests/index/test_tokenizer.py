@@ -171,5 +171,5 @@ def test_counting_a_large_vocabulary_keeps_the_caches_bounded() -> None:
     for start in range(0, len(words), 5_000):
         counts = count_terms([(" ".join(words[start : start + 5_000]),)])
         assert "someidentifier" in counts.terms
-        assert len(tokenizer._EXPANSIONS.of_word) <= limit + 5_000
+        assert len(tokenizer._EXPANSIONS.recent) + len(tokenizer._EXPANSIONS.older) <= 2 * (limit + 5_000)
     assert tokenizer._expand.cache_info().currsize == query_cache_before

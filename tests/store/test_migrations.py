@@ -96,7 +96,7 @@ def test_postings_keep_their_rows_when_rekeyed_by_term(store_url, monkeypatch):
         key = inspector.get_pk_constraint("index_postings")["constrained_columns"]
         indexes = inspector.get_indexes("index_postings")
     assert [(r, t, bytes(i), bytes(f)) for r, t, i, f in stored] == sorted(rows, key=lambda row: row[1])
-    assert key == ["term", "segment_id"] and indexes == []
+    assert key == ["segment_id", "term"] and indexes == []
 
 
 def test_index_runs_written_before_versions_keep_their_ids_as_versions(store_url, monkeypatch, tmp_path):

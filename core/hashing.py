@@ -24,15 +24,16 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel
-
 ZERO_HASH = "0" * 64
 """The predecessor of every chain's first link."""
 
 
 def canonical_json(value: Any) -> bytes:
-    """Encode ``value`` (JSON-able data or a pydantic model) as canonical JSON bytes."""
-    if isinstance(value, BaseModel):
+    """Encode ``value`` (JSON-able data or a pydantic model) as canonical JSON bytes.
+
+    A model is recognised by its ``model_dump`` rather than by importing pydantic, which a
+    process preparing files for the index never loads (``core/index/prepare.py``)."""
+    if hasattr(type(value), "model_dump"):
         value = value.model_dump(mode="json")
     return json.dumps(
         value,

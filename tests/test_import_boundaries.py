@@ -29,6 +29,17 @@ def test_cli_start_does_not_import_textual(tmp_path):
     assert result.stdout.strip() == "False"
 
 
+def test_a_preparing_worker_loads_no_models_and_no_sql(tmp_path):
+    """Index workers are spawned afresh and import ``core/index/prepare.py`` alone: it must not
+    pull in pydantic or SQL libraries (about 17 MiB and 0.3 s per worker for pydantic alone)."""
+    code = (
+        "import sys, scopelens.core.index.prepare\n"
+        "print('loaded:' + ','.join(sorted(n for n in sys.modules if n.split('.')[0] in ('pydantic', 'sqlalchemy', 'sqlmodel'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert result.stdout.strip() == "loaded:"
+
+
 def imported_roots(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     roots: set[str] = set()

@@ -25,7 +25,7 @@ from scopelens.core.hashing import canonical_json
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.tokenizer import TermCounts, count_terms, tokenize
-from scopelens.core.redact import RedactionKey, redact
+from scopelens.core.redaction_scan import RedactionKey, redaction_records
 
 POOL_MIN_BYTES = 4_000_000
 """Below this many bytes to prepare, a pool costs more to start than it saves."""
@@ -68,15 +68,15 @@ def prepare_document(
     """Decode, redact (records hashed under ``key``), chunk and count the terms of one file."""
     language = language_of(path)
     text, _had_errors = decode_source(data)
-    redacted = redact(text, key)
-    chunks = tuple(chunk_text(path, redacted.text))
+    redacted, redactions = redaction_records(text, key)
+    chunks = tuple(chunk_text(path, redacted))
     return PreparedDocument(
         path=path,
         language=language,
         source=classifier.source_of(path, language).value,
         content_hash=hashlib.sha256(data).hexdigest(),
         size=len(data),
-        redactions=canonical_json([r.model_dump(mode="json") for r in redacted.redactions]),
+        redactions=canonical_json(redactions),
         chunks=chunks,
         terms=count_terms([_pieces(chunk) for chunk in chunks]),
         replaces=replaces,

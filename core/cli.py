@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from scopelens.core import __version__
-from scopelens.core.commands import COMMAND_MODULES
+from scopelens.core.commands import COMMAND_MODULE_NAMES, COMMANDS, command_modules
 from scopelens.core.errors import ScopelensError, StoreUnavailableError
 
 DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
@@ -25,7 +25,8 @@ def store_url(explicit: str | None) -> str:
     return explicit or os.environ.get("SCOPELENS_DB") or str(DEFAULT_STORE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(modules: tuple[str, ...] = COMMAND_MODULE_NAMES) -> argparse.ArgumentParser:
+    """The parser of every sub-command, or of those the named command modules register."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--db",
@@ -41,15 +42,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"scopelens {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMAND_MODULES:
+    for module in command_modules(modules):
         module.register(subparsers, common)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` names, if it is the first word after the global options."""
+    words = iter(argv)
+    for word in words:
+        if word == "--db":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    command = _command_of(arguments)
+    parser = build_parser((COMMANDS[command],) if command in COMMANDS else COMMAND_MODULE_NAMES)
+    args = parser.parse_args(arguments)
     debug = getattr(args, "debug", False)
     defaulted = getattr(args, "db", None) is None and not os.environ.get("SCOPELENS_DB")
     args.db = store_url(getattr(args, "db", None))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 import subprocess
 import sys
@@ -63,3 +64,31 @@ def test_the_scan_would_catch_a_direct_import(tmp_path):
     sample = tmp_path / "bad.py"
     sample.write_text("from sqlmodel import select\nimport sqlalchemy.orm\n")
     assert imported_roots(sample) >= {"sqlmodel", "sqlalchemy"}
+
+
+def test_the_command_table_names_the_module_of_every_sub_command():
+    """``scopelens CMD`` imports only the module ``COMMANDS`` names for CMD: it must be the
+    module that registers CMD, and every sub-command must be in the table."""
+    from scopelens.core.cli import build_parser
+    from scopelens.core.commands import COMMAND_MODULE_NAMES, COMMANDS
+
+    def choices(parser):  # type: ignore[no-untyped-def]
+        return {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+                for name in action.choices}
+
+    registered = {name: module for module in COMMAND_MODULE_NAMES for name in choices(build_parser((module,)))}
+    assert registered == COMMANDS
+
+
+def test_index_command_loads_no_audit_or_record_machinery(tmp_path):
+    """A no-op re-index waits for the imports of the CLI: ``scopelens index`` loads the index
+    commands, not drift, why-not, recording or the inspector's launcher."""
+    code = (
+        "import sys\n"
+        "from scopelens.core.cli import main\n"
+        "main(['index', '.', '--project', 'p', '--db', 'x.db', '--json'])\n"
+        "print('loaded:' + ','.join(sorted(n for n in sys.modules if n.startswith(('scopelens.core.audit', 'scopelens.core.record', "
+        "'scopelens.core.commands.audit', 'scopelens.core.commands.record')))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "loaded:"

@@ -1,21 +1,47 @@
-"""Sub-commands of ``scopelens``; each module has ``register(subparsers, common)``."""
+"""Sub-commands of ``scopelens``; each module has ``register(subparsers, common)``.
+
+Modules are imported when a parser needs them: ``scopelens index`` loads the index commands
+only, not the audit and record machinery behind the others (about a second of imports that a
+no-op re-index would otherwise wait for). ``COMMANDS`` says which module registers each
+sub-command; a test checks it against what the modules register.
+"""
 
 from __future__ import annotations
 
-from scopelens.core.commands import (
-    audit_commands,
-    index_commands,
-    inspect_commands,
-    record_commands,
-    retrieve_commands,
-    store_commands,
-)
+import importlib
+from types import ModuleType
 
-COMMAND_MODULES = (
-    store_commands,
-    index_commands,
-    retrieve_commands,
-    audit_commands,
-    record_commands,
-    inspect_commands,
+COMMAND_MODULE_NAMES = (
+    "store_commands",
+    "index_commands",
+    "retrieve_commands",
+    "audit_commands",
+    "record_commands",
+    "inspect_commands",
 )
+"""Every command module, in the order their sub-commands are listed in ``--help``."""
+
+COMMANDS: dict[str, str] = {
+    "sessions": "store_commands",
+    "show": "store_commands",
+    "verify": "store_commands",
+    "checkpoint": "store_commands",
+    "migrate": "store_commands",
+    "index": "index_commands",
+    "search": "index_commands",
+    "retrieve": "retrieve_commands",
+    "memory": "retrieve_commands",
+    "replay": "audit_commands",
+    "drift": "audit_commands",
+    "why-not": "audit_commands",
+    "rebuild": "audit_commands",
+    "record": "record_commands",
+    "demo": "record_commands",
+    "inspect": "inspect_commands",
+}
+"""The module that registers each sub-command."""
+
+
+def command_modules(names: tuple[str, ...] = COMMAND_MODULE_NAMES) -> list[ModuleType]:
+    """The command modules named, imported now."""
+    return [importlib.import_module(f"scopelens.core.commands.{name}") for name in names]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,13 +31,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import IndexChangedError, UnreadableFileError
 from scopelens.core.index.chunker import language_of
 from scopelens.core.index.prepare import PreparedDocument, prepare_all, prepare_document
-from scopelens.core.index.run_writer import SEGMENT_BYTES, RunWriter, clean_interrupted_runs
+from scopelens.core.index.run_writer import SEGMENT_BYTES, RunWriter, clean_interrupted_runs, record_mtimes
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.walker import SkippedPath, WalkedFile, git_state, walk_workspace
@@ -122,10 +124,11 @@ def index_workspace(
     report.git_commit, report.git_dirty = git_state(root)
     with store.index_run_lock(), gc_paused():  # see gc_paused
         clean_interrupted_runs(store)
+        diff_started = time.time_ns()
         walked = walk_workspace(root, max_bytes=max_bytes)
         report.skipped, report.ignored = walked.skipped, walked.ignored_count
         live = live_documents(store, project=project, branch=report.branch, root=report.root)
-        diff = _Diff(classifier, live, report)
+        diff = _Diff(classifier, live, report, walked_at_ns=diff_started)
         total = len(walked.files)
         for done, entry in enumerate(walked.files, start=1):
             if progress:
@@ -133,9 +136,10 @@ def index_workspace(
             diff.add(entry)
         report.removed = sorted(path for path in live if path not in diff.seen)
         if not (diff.pending or report.removed) and _nothing_to_write(store, report):
+            record_mtimes(store, diff.refreshed)
             return report
         _set_version(store, report)
-        writer = RunWriter(store, report, live)
+        writer = RunWriter(store, report, live, mtimes=diff.mtimes, refreshed=diff.refreshed)
         documents = prepare_all(
             diff.read_pending(), classifier=classifier, key=store.redaction_key, workers=workers,
             total_bytes=diff.pending_bytes,
@@ -143,21 +147,36 @@ def index_workspace(
         for segment in _segments(diff.kept(documents)):
             writer.write_segment(segment)
         if writer.run_id is None and not report.removed and _nothing_to_write(store, report):
+            record_mtimes(store, diff.refreshed)
             return report  # every pending file turned out unchanged when read again
         writer.finish(to_micros(clock.now()))
     return report
+
+
+RACY_NS = 2_000_000_000
+"""A file modified less than this long before a run's walk may be modified again without its
+time changing (file systems keep times in ticks, up to 2 s on FAT): its time is not trusted."""
 
 
 @dataclass
 class _Diff:
     """The walked files against the live versions of their paths: which need preparing.
 
-    Fills the report's lists and counts as it goes."""
+    A file whose size and modification time equal those its live version was indexed with is
+    not read: its bytes are taken to be that version's (as ``git status`` does). A time is
+    recorded only when it is older than the walk by ``RACY_NS``, so a file written just
+    before a run (or during it) is always read next time. Fills the report's lists and counts
+    as it goes."""
 
     classifier: SourceClassifier
     live: dict[str, LiveDocument]
     report: IndexReport
+    walked_at_ns: int = field(default_factory=time.time_ns)
     seen: set[str] = field(default_factory=set)
+    mtimes: dict[str, int | None] = field(default_factory=dict)
+    """The trusted modification time of each file read (``None``: not trusted)."""
+    refreshed: dict[int, int] = field(default_factory=dict)
+    """``live version id -> trusted time`` for unchanged files whose recorded time differs."""
     """Every walked path, read or not: a path not in it whose version is live was removed."""
     pending: list[tuple[str, Path]] = field(default_factory=list)
     """Files that differ from their live version (or have none), to be prepared, in walk order."""
@@ -165,14 +184,27 @@ class _Diff:
 
     def add(self, entry: WalkedFile) -> None:
         self.seen.add(entry.rel_path)
+        previous = self.live.get(entry.rel_path)
+        if (
+            previous is not None
+            and previous.mtime_ns == entry.mtime_ns
+            and previous.size == entry.size
+            and self._unchanged(entry.rel_path, previous.content_hash, previous)
+        ):
+            self.report.unchanged += 1
+            return
         try:
             data = entry.abs_path.read_bytes()
         except OSError as exc:
             self.report.skipped.append(SkippedPath(entry.rel_path, "unreadable", exc.strerror or str(exc)))
             return
         digest = hashlib.sha256(data).hexdigest()
-        previous = self.live.get(entry.rel_path)
+        trusted = entry.mtime_ns if entry.mtime_ns < self.walked_at_ns - RACY_NS and entry.size == len(data) else None
+        self.mtimes[entry.rel_path] = trusted
         if self._unchanged(entry.rel_path, digest, previous):
+            assert previous is not None
+            if trusted is not None and (previous.mtime_ns, previous.size) != (trusted, len(data)):
+                self.refreshed[previous.id] = trusted
             self.report.unchanged += 1
             return
         if previous is not None and previous.content_hash == digest:
@@ -274,6 +306,9 @@ class LiveDocument(NamedTuple):
     id: int
     content_hash: str
     source: str
+    size: int = -1
+    mtime_ns: int | None = None
+    """The file's modification time when this version was indexed, if trusted (see ``_Diff``)."""
 
 
 def live_documents(store: Store, *, project: str, branch: str, root: str) -> dict[str, LiveDocument]:
@@ -284,11 +319,13 @@ def live_documents(store: Store, *, project: str, branch: str, root: str) -> dic
 
 def _live_in(conn: Session, *, project: str, branch: str, root: str) -> dict[str, LiveDocument]:
     rows = conn.execute(
-        select(
+        sa_select(
             col(IndexDocumentRow.path),
             col(IndexDocumentRow.id),
             col(IndexDocumentRow.content_hash),
             col(IndexDocumentRow.source),
+            col(IndexDocumentRow.size),
+            col(IndexDocumentRow.mtime_ns),
         ).where(
             col(IndexDocumentRow.project) == project,
             col(IndexDocumentRow.branch) == branch,
@@ -296,7 +333,10 @@ def _live_in(conn: Session, *, project: str, branch: str, root: str) -> dict[str
             col(IndexDocumentRow.valid_to).is_(None),
         )
     ).all()
-    return {path: LiveDocument(int(doc_id), content_hash, source) for path, doc_id, content_hash, source in rows}
+    return {
+        path: LiveDocument(int(doc_id), content_hash, source, int(size), None if mtime_ns is None else int(mtime_ns))
+        for path, doc_id, content_hash, source, size, mtime_ns in rows
+    }
 
 
 def write_run(

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Table, delete, func, update
+from sqlalchemy import Connection, Table, bindparam, delete, func, update
 from sqlmodel import Session, col, select
 
 from scopelens.core.index.postings import PackedPostings
@@ -59,7 +59,7 @@ indexing process keeps of a run (about 5 MiB of chunks and counts per MB of sour
 
 _DOCUMENT_COLUMNS = (
     "id", "run_id", "project", "branch", "root", "path", "source", "language", "content_hash", "size",
-    "valid_from", "redactions",
+    "valid_from", "redactions", "mtime_ns",
 )
 _CHUNK_COLUMNS = (
     "id", "run_id", "document_id", "ordinal", "path", "start_line", "end_line", "kind", "symbol",
@@ -86,7 +86,10 @@ class RunWriter:
     documents: list[tuple[Any, ...]] = field(default_factory=list)
     """The run's document rows (without ``valid_from``), inserted by ``finish``."""
     replaced: list[int] = field(default_factory=list)
-    chunk_lo: int = 0
+    mtimes: dict[str, int | None] = field(default_factory=dict)
+    """Each document's trusted file modification time, by path (see ``indexer._Diff``)."""
+    refreshed: dict[int, int] = field(default_factory=dict)
+    """Live versions left as they are whose recorded modification time ``finish`` updates."""
 
     def write_segment(self, documents: Sequence[PreparedDocument]) -> None:
         """Write the chunks and postings of ``documents`` (in path order) as one segment."""
@@ -142,8 +145,9 @@ class RunWriter:
                     .where(col(IndexDocumentRow.id).in_(ended[start : start + 500]))
                     .values(valid_to=now_us)
                 )
-            rows = ((*row[:10], now_us, row[10]) for row in self.documents)
+            rows = ((*row[:10], now_us, *row[10:]) for row in self.documents)
             _insert_many(conn.connection(), table_of(IndexDocumentRow), _DOCUMENT_COLUMNS, rows)
+            _update_mtimes(conn, self.refreshed)
             conn.execute(
                 update(IndexRunRow)
                 .where(col(IndexRunRow.id) == self.run_id)
@@ -191,11 +195,28 @@ class RunWriter:
         return (
             document_id, self.run_id, report.project, report.branch, report.root, document.path, document.source,
             document.language, document.content_hash, document.size, document.redactions,
+            self.mtimes.get(document.path),
         )
 
 
 def _highest(conn: Session, table: type[IndexChunkRow] | type[IndexDocumentRow]) -> int:
     return int(conn.execute(select(func.coalesce(func.max(table.id), 0))).scalar_one())
+
+
+def record_mtimes(store: Store, refreshed: dict[int, int]) -> None:
+    """Record newly trusted modification times of live versions (a run that wrote nothing
+    else): no index version, only what lets the next run skip reading those files."""
+    if refreshed:
+        with store.write() as conn:
+            _update_mtimes(conn, refreshed)
+
+
+def _update_mtimes(conn: Session, refreshed: dict[int, int]) -> None:
+    table = table_of(IndexDocumentRow)
+    statement = update(table).where(table.c.id == bindparam("document_id")).values(mtime_ns=bindparam("mtime"))
+    rows = [{"document_id": document_id, "mtime": mtime} for document_id, mtime in refreshed.items()]
+    if rows:
+        conn.connection().execute(statement, rows)
 
 
 def clean_interrupted_runs(store: Store) -> int:

@@ -352,6 +352,14 @@ def _index_segments(dialect: str) -> list[str]:
     return statements
 
 
+def _document_stats(dialect: str) -> list[str]:
+    """Each document version's file modification time, as the walk saw it before reading the
+    file: a re-index skips reading and hashing a file whose size and time equal its live
+    version's (``core/index/indexer.py``). NULL where the time could not be trusted (the file
+    was modified within ``RACY_NS`` of the scan) and for versions written before this."""
+    return [f"ALTER TABLE index_documents ADD COLUMN mtime_ns {types_for(dialect).int64}"]
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step: its name, the statements it runs for a dialect, and an optional data
@@ -375,6 +383,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0010_memory_versions", _memory_versions, backfill_versions),
     Migration("0011_drift_checks", _drift_checks),
     Migration("0012_index_segments", _index_segments),
+    Migration("0013_document_stats", _document_stats),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

@@ -148,6 +148,9 @@ class IndexDocumentRow(SQLModel, table=True):
     valid_from: int = Field(sa_type=BigInteger)
     valid_to: int | None = Field(default=None, sa_type=BigInteger)
     redactions: bytes
+    mtime_ns: int | None = Field(default=None, sa_type=BigInteger)
+    """The file's modification time when it was indexed, if it can be trusted (migration
+    ``0013_document_stats``): a re-index does not read a file of the same size and time."""
 
 
 class IndexChunkRow(SQLModel, table=True):

@@ -28,7 +28,7 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
     ],
     "index_documents": [
         "id", "run_id", "project", "branch", "root", "path", "source", "language", "content_hash", "size",
-        "valid_from", "valid_to", "redactions",
+        "valid_from", "valid_to", "redactions", "mtime_ns",
     ],
     "index_chunks": [
         "id", "run_id", "document_id", "ordinal", "path", "start_line", "end_line", "kind", "symbol",

@@ -67,16 +67,21 @@ class PackedPostings:
 
     @classmethod
     def from_counts(cls, documents: list[TermCounts]) -> PackedPostings:
-        """From documents' counted terms (their chunks in chunk-id order, one after another)."""
+        """From documents' counted terms (their chunks in chunk-id order, one after another).
+        Documents of one prepared batch share their list of term strings: it is read once."""
         distinct: list[str] = []
+        base_of: dict[int, int] = {}
         items, chunks, tfs = [], [], []
         chunk_base = 0
         for counts in documents:
+            base = base_of.get(id(counts.terms))
+            if base is None:
+                base = base_of[id(counts.terms)] = len(distinct)
+                distinct += counts.terms
             units = len(counts.bounds) - 1
-            items.append(counts.term_ids.astype(np.int64) + len(distinct))
+            items.append(counts.term_ids.astype(np.int64) + base)
             chunks.append(np.repeat(np.arange(chunk_base, chunk_base + units, dtype=np.int64), np.diff(counts.bounds)))
             tfs.append(counts.tfs)
-            distinct += counts.terms
             chunk_base += units
         if not items:
             return cls._from_occurrences(0, ([], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)))
@@ -108,9 +113,11 @@ class PackedPostings:
         term_of, offset = np.divmod(unique, n)
         offsets = bytearray(offset.astype("<u4").data)
         tf_bytes = bytearray(np.minimum(counts, TF_MAX).astype("<u2").data)
-        # Every term occurs, so the k-th run of equal terms is terms[k].
-        bounds = [*np.flatnonzero(_changes(term_of)).tolist(), len(unique)]
-        return cls(terms, offsets, tf_bytes, bounds)
+        # A run of equal term numbers per term that occurs (a batch's list of strings, shared
+        # by its documents, may hold terms that none of these chunks has).
+        starts = np.flatnonzero(_changes(term_of))
+        present = list(map(terms.__getitem__, term_of[starts].tolist()))
+        return cls(present, offsets, tf_bytes, [*starts.tolist(), len(unique)])
 
     def postings(self) -> Iterator[tuple[str, bytes, bytes]]:
         offsets, tfs = self.offsets, self.tfs

@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing import get_context
 
 from scopelens.core.hashing import canonical_json
@@ -66,31 +66,44 @@ def prepare_document(
     path: str, data: bytes, *, classifier: SourceClassifier, replaces: int | None, key: RedactionKey
 ) -> PreparedDocument:
     """Decode, redact (records hashed under ``key``), chunk and count the terms of one file."""
-    language = language_of(path)
-    text, _had_errors = decode_source(data)
-    redacted, redactions = redaction_records(text, key)
-    chunks = tuple(chunk_text(path, redacted))
-    return PreparedDocument(
-        path=path,
-        language=language,
-        source=classifier.source_of(path, language).value,
-        content_hash=hashlib.sha256(data).hexdigest(),
-        size=len(data),
-        redactions=canonical_json(redactions),
-        chunks=chunks,
-        terms=count_terms([_pieces(chunk) for chunk in chunks]),
-        replaces=replaces,
-    )
+    [document] = prepare_batch([(path, data)], classifier, key)
+    return document if replaces is None else replace(document, replaces=replaces)
+
+
+def prepare_batch(
+    files: Sequence[tuple[str, bytes]], classifier: SourceClassifier, key: RedactionKey
+) -> list[PreparedDocument]:
+    """Prepare several files; their terms are counted in one call, so numpy's per-call cost is
+    paid once per batch instead of once per file (most files are small), and the documents
+    share one list of term strings (sent back from a worker once)."""
+    decoded = []
+    units: list[tuple[str, ...]] = []
+    for path, data in files:
+        language = language_of(path)
+        text, _had_errors = decode_source(data)
+        redacted, redactions = redaction_records(text, key)
+        chunks = tuple(chunk_text(path, redacted))
+        decoded.append((path, language, data, redactions, chunks, len(units)))
+        units += map(_pieces, chunks)
+    counts = count_terms(units)
+    return [
+        PreparedDocument(
+            path=path,
+            language=language,
+            source=classifier.source_of(path, language).value,
+            content_hash=hashlib.sha256(data).hexdigest(),
+            size=len(data),
+            redactions=canonical_json(redactions),
+            chunks=chunks,
+            terms=counts.slice(first_unit, first_unit + len(chunks)),
+            replaces=None,
+        )
+        for path, language, data, redactions, chunks, first_unit in decoded
+    ]
 
 
 def _pieces(chunk: Chunk) -> tuple[str, ...]:
     return (chunk.text, chunk.path, chunk.symbol) if chunk.symbol else (chunk.text, chunk.path)
-
-
-def _prepare_batch(
-    files: list[tuple[str, bytes]], classifier: SourceClassifier, key: RedactionKey
-) -> list[PreparedDocument]:
-    return [prepare_document(path, data, classifier=classifier, replaces=None, key=key) for path, data in files]
 
 
 def prepare_all(
@@ -114,13 +127,13 @@ def prepare_all(
             total_bytes = sum(len(data) for _, data in files)
         workers = (os.cpu_count() or 1) if total_bytes >= POOL_MIN_BYTES else 0
     if workers < 1:
-        for path, data in files:
-            yield prepare_document(path, data, classifier=classifier, replaces=None, key=key)
+        for batch in _batches(files):
+            yield from prepare_batch(batch, classifier, key)
         return
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
         ahead: deque[Future[list[PreparedDocument]]] = deque()
         for batch in _batches(files):
-            ahead.append(pool.submit(_prepare_batch, batch, classifier, key))
+            ahead.append(pool.submit(prepare_batch, batch, classifier, key))
             if len(ahead) > IN_FLIGHT_PER_WORKER * workers:
                 yield from ahead.popleft().result()
         while ahead:

@@ -143,7 +143,8 @@ class TermCounts:
     one unit), counted: what ``Counter(tokenize(...))`` gives per unit, for all units at once.
 
     Unit ``u`` has the terms ``terms[term_ids[bounds[u]:bounds[u + 1]]]`` (ascending term
-    ids, each once) occurring ``tfs[...]`` times, and ``lengths[u]`` tokens in all.
+    ids, each once) occurring ``tfs[...]`` times, and ``lengths[u]`` tokens in all. ``terms``
+    may hold terms of other units too: the documents of one batch share it (``slice``).
     """
 
     terms: list[str]
@@ -151,6 +152,14 @@ class TermCounts:
     term_ids: np.ndarray
     tfs: np.ndarray
     lengths: np.ndarray
+
+    def slice(self, lo: int, hi: int) -> TermCounts:
+        """Units ``lo`` to ``hi`` (one document of a batch): array views, and the same list of
+        term strings (the batch's, shared)."""
+        first, last = int(self.bounds[lo]), int(self.bounds[hi])
+        return TermCounts(
+            self.terms, self.bounds[lo : hi + 1] - first, self.term_ids[first:last], self.tfs[first:last], self.lengths[lo:hi]
+        )
 
     def unit(self, u: int) -> dict[str, int]:
         """Unit ``u`` as ``term -> count`` (for tests and debugging)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 from hypothesis import given, settings
@@ -75,4 +76,18 @@ def test_postings_from_counted_documents_equal_postings_from_token_lists(documen
     is what the token lists of the same chunks give."""
     tokens = [[t for text in unit for t in tokenize(text)] for units in documents for unit in units]
     packed = PackedPostings.from_counts([count_terms(units) for units in documents])
+    assert list(packed.postings()) == reference(tokens)
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(documents=st.lists(TEXTS, min_size=1, max_size=4), data=st.data())
+def test_postings_from_documents_of_a_shared_batch_equal_postings_from_token_lists(documents, data):
+    """Documents prepared in one batch share one list of term strings (``TermCounts.slice``);
+    a segment may hold only some of them, and gets the postings of those alone."""
+    batch = count_terms([unit for units in documents for unit in units])
+    firsts = np.cumsum([0, *map(len, documents)]).tolist()
+    slices = [batch.slice(lo, hi) for lo, hi in pairwise(firsts)]
+    kept = sorted(data.draw(st.sets(st.integers(0, len(documents) - 1), min_size=1)))
+    tokens = [[t for text in unit for t in tokenize(text)] for d in kept for unit in documents[d]]
+    packed = PackedPostings.from_counts([slices[d] for d in kept])
     assert list(packed.postings()) == reference(tokens)

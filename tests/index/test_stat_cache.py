@@ -44,9 +44,11 @@ def _age(root: Path, ns: int = HOUR_NS) -> None:
 def _mtimes(store: Store) -> dict[str, int | None]:
     with store.read() as conn:
         rows = conn.execute(
-            select(col(IndexDocumentRow.path), col(IndexDocumentRow.mtime_ns)).where(col(IndexDocumentRow.valid_to).is_(None))
+            select(col(IndexDocumentRow.path), col(IndexDocumentRow.mtime_ns)).where(
+                col(IndexDocumentRow.valid_to).is_(None)
+            )
         ).all()
-    return {path: mtime for path, mtime in rows}
+    return dict(rows)
 
 
 def test_an_unchanged_workspace_is_not_read_again(tmp_path: Path, store_url: str, reads: list[str]) -> None:

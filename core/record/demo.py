@@ -161,6 +161,8 @@ def _build(directory: Path, samples: Path, current: str) -> dict[str, Any]:
         os.replace(building, directory / DEMO_DB)
     finally:
         building.unlink(missing_ok=True)
+        # The index-run lock file of the build (core/store/index_lock.py): no run is left.
+        building.with_name(building.name + ".index-lock").unlink(missing_ok=True)
     stamp = {
         "schema_version": SCHEMA_VERSION,
         "kind": STAMP_KIND,

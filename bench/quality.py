@@ -64,8 +64,8 @@ from scopelens.core import ENGINE_VERSION
 from scopelens.core.clock import SequentialIds, SteppingClock
 from scopelens.core.contracts import AuditSnapshot, RetrievalIntent
 from scopelens.core.index import indexer as indexer_module
-from scopelens.core.index.chunker import language_of
 from scopelens.core.index.indexer import PreparedDocument, index_workspace
+from scopelens.core.index.languages import language_of
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.pipeline.retriever import Retriever
 from scopelens.core.redact import RedactionKey

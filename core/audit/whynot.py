@@ -63,8 +63,8 @@ from scopelens.core.contracts import (
     TrimRange,
 )
 from scopelens.core.errors import InvalidInputError
-from scopelens.core.index.chunker import language_of
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
+from scopelens.core.index.languages import language_of
 from scopelens.core.index.scorer import Scorer
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize

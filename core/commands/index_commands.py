@@ -1,4 +1,8 @@
-"""``scopelens index PATH`` and ``scopelens search QUERY``: building and probing the index."""
+"""``scopelens index PATH`` and ``scopelens search QUERY``: building and probing the index.
+
+The store, the indexer and the scorer are imported by the commands that use them: a re-index
+of an unchanged workspace is answered by ``stat_check`` before any of them is loaded.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +17,13 @@ from rich.table import Table
 
 from scopelens.core.contracts import utc
 from scopelens.core.errors import InvalidInputError
-from scopelens.core.index.chunks import fetch_chunks
-from scopelens.core.index.indexer import IndexReport, index_workspace
-from scopelens.core.index.scorer import RecallFilter, Scorer
+from scopelens.core.index.report import IndexReport
 from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.index.stat_check import unchanged_by_stat
 from scopelens.core.index.timeutil import to_micros
-from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.index.walker import git_branch
 from scopelens.core.output import console, literal, plain_row, print_json, progress_console, shows_progress
 from scopelens.core.pipeline.policy import find_policy
-from scopelens.core.store.store import Store
 from scopelens.core.textsafety import clip, short
 from scopelens.core.vocab import Source
 
@@ -83,6 +84,14 @@ def run_index(args: argparse.Namespace) -> int:
     policy = find_policy(args.path, args.policy)
     classifier = SourceClassifier().with_globs(policy.rule_globs, policy.decision_globs)
     branch = args.branch if args.branch is not None else git_branch(args.path)
+    unchanged = unchanged_by_stat(
+        args.db, args.path, project=args.project, branch=branch or "", classifier=classifier, max_bytes=args.max_bytes
+    )
+    if unchanged is not None:
+        _print_index_report(unchanged, as_json=args.json)
+        return 0
+    from scopelens.core.index.indexer import index_workspace
+    from scopelens.core.store.store import Store
 
     def run(store: Store, progress: Callable[[int, int, str], None] | None) -> IndexReport:
         return index_workspace(
@@ -150,6 +159,11 @@ def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
 
 
 def run_search(args: argparse.Namespace) -> int:
+    from scopelens.core.index.chunks import fetch_chunks
+    from scopelens.core.index.scorer import RecallFilter, Scorer
+    from scopelens.core.index.tokenizer import tokenize
+    from scopelens.core.store.store import Store
+
     as_of = parse_time(args.as_of, flag="--as-of")
     terms = [(term, 1.0) for term in tokenize(args.query)]
     if not terms:

@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
-from pathlib import PurePosixPath
 
+from scopelens.core.index.languages import language_of
 from scopelens.core.index.python_scan import PythonLines, Statement
 
 CHUNKER_VERSION = 2
@@ -29,17 +29,6 @@ tells snapshots chunked one way from those chunked another). 2: Python by ``pyth
 instead of ``ast`` (the same chunks for code that parses; Python 2 code by statements)."""
 ChunkKind = str  # "function" | "class" | "method" | "class-header" | "module" | "window"
 
-_LANGUAGES = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
-    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
-    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
-    ".hh": "cpp", ".cs": "csharp", ".swift": "swift", ".scala": "scala", ".php": "php",
-    ".css": "css", ".scss": "css", ".json": "json",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
-    ".log": "log",
-}
 _BRACE_LANGUAGES = frozenset(
     {"typescript", "javascript", "go", "rust", "java", "kotlin", "c", "cpp", "csharp", "swift",
      "scala", "php", "css", "json"}
@@ -76,14 +65,6 @@ def decode_source(data: bytes) -> tuple[str, bool]:
         return data.decode("utf-8"), False
     except UnicodeDecodeError:
         return data.decode("utf-8", "replace"), True
-
-
-def language_of(path: str) -> str:
-    """The language a path is chunked as, from its extension ("text" when unknown)."""
-    name = PurePosixPath(path.replace("\\", "/")).name.lower()
-    if ".log." in name:  # rotated logs: app.log.1
-        return "log"
-    return _LANGUAGES.get(PurePosixPath(name).suffix, "text")
 
 
 def chunk_text(path: str, text: str, *, max_lines: int = 80, max_chars: int = 4000) -> list[Chunk]:

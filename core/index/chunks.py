@@ -11,7 +11,7 @@ from sqlmodel import col, select
 
 from scopelens.core.contracts import Redaction
 from scopelens.core.hashing import as_bytes
-from scopelens.core.index.chunker import language_of
+from scopelens.core.index.languages import language_of
 from scopelens.core.index.sources import evidence_kind_of
 from scopelens.core.index.timeutil import from_micros
 from scopelens.core.store.store import Store

@@ -36,8 +36,9 @@ from sqlmodel import Session, col, select
 
 from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import IndexChangedError, UnreadableFileError
-from scopelens.core.index.chunker import language_of
+from scopelens.core.index.languages import language_of
 from scopelens.core.index.prepare import PreparedDocument, prepare_all, prepare_document
+from scopelens.core.index.report import IndexReport, index_version
 from scopelens.core.index.run_writer import SEGMENT_BYTES, RunWriter, clean_interrupted_runs, record_mtimes
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.timeutil import to_micros
@@ -50,48 +51,6 @@ __all__ = ["IndexReport", "LiveDocument", "PreparedDocument", "gc_paused", "inde
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, path)`` while files are read."""
-
-
-@dataclass
-class IndexReport:
-    """What a run did. ``index_version`` is what snapshots pin.
-
-    A run that finds nothing to add, change or remove writes nothing (``nothing_changed``):
-    its report names the current version, ``run_id`` and git state of the run that made it.
-    """
-
-    run_id: int
-    project: str
-    branch: str
-    root: str
-    version: int = 0
-    """The run's number within its project and branch (``#N`` of the index version)."""
-    nothing_changed: bool = False
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    """New content, or the same content under a source the policy now gives it (see reclassified)."""
-    reclassified: list[str] = field(default_factory=list)
-    """Unchanged content whose source changed with the policy's globs (also in ``changed``)."""
-    removed: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    chunks: int = 0
-    redactions: int = 0
-    skipped: list[SkippedPath] = field(default_factory=list)
-    ignored: int = 0
-    git_commit: str | None = None
-    git_dirty: bool | None = None
-
-    @property
-    def index_version(self) -> str:
-        return index_version(self.project, self.branch, self.version)
-
-
-def index_version(project: str, branch: str, version: int) -> str:
-    """``project@branch#N``: the N-th version of the project's index of that branch (``-`` for
-    an index made without a branch). N counts per project and branch, so it does not depend on
-    what else a shared store holds (migration ``0009_index_versions``)."""
-    return f"{project}@{branch or '-'}#{version}"
-
 
 
 def index_workspace(

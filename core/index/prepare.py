@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from multiprocessing import get_context
 
 from scopelens.core.hashing import canonical_json
-from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
+from scopelens.core.index.chunker import Chunk, chunk_text, decode_source
+from scopelens.core.index.languages import language_of
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.tokenizer import TermCounts, count_terms, tokenize
 from scopelens.core.redaction_scan import RedactionKey, redaction_records

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scopelens.core.index.chunker import Chunk, chunk_text, decode_source, language_of
+from scopelens.core.index.chunker import Chunk, chunk_text, decode_source
+from scopelens.core.index.languages import language_of
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 

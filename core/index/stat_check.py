@@ -1,0 +1,99 @@
+"""Whether a workspace is unchanged since its live index version, by file sizes and times
+alone, through the standard library's ``sqlite3``: a no-op ``scopelens index`` answers
+without loading SQLAlchemy, SQLModel or numpy (about a second of imports on this machine).
+
+The answer is "unchanged" only when it is certain in the same sense as the indexer's own
+check (``indexer._Diff``): the store is a SQLite file at the schema this code writes, the
+root has a finished run of the project and branch, every walked file has a live version
+with a trusted modification time equal to the file's and the same size and source, and no
+live path is gone. Anything else (another backend, an older or newer store, a file to read,
+an error) returns ``None`` and the caller runs the indexer, which decides and reports.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+from scopelens.core.index.languages import language_of
+from scopelens.core.index.report import IndexReport
+from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.index.walker import walk_workspace
+
+SCHEMA_STEPS = 13
+"""The number of migrations this code knows (``len(migrations.MIGRATIONS)``, which imports
+SQLModel; a test keeps the two equal)."""
+
+
+def unchanged_by_stat(
+    db: str, root: Path, *, project: str, branch: str, classifier: SourceClassifier, max_bytes: int
+) -> IndexReport | None:
+    """The report of a run that would find nothing to do, or ``None`` when that is not certain
+    from sizes and times alone (see the module)."""
+    path = _sqlite_file(db)
+    if path is None or not path.is_file() or not root.is_dir():
+        return None
+    root = root.resolve()
+    walked = walk_workspace(root, max_bytes=max_bytes)
+    try:
+        connection = sqlite3.connect(f"file:{quote(str(path.resolve()), safe='/')}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error:
+        return None
+    try:
+        connection.execute("BEGIN")  # one snapshot for every read below
+        if connection.execute("SELECT count(*) FROM scopelens_migrations").fetchone()[0] != SCHEMA_STEPS:
+            return None
+        finished = "FROM index_runs WHERE project = ? AND branch = ? AND finished_at IS NOT NULL"
+        latest = connection.execute(
+            f"SELECT id, version, git_commit, git_dirty {finished} ORDER BY version DESC LIMIT 1", (project, branch)
+        ).fetchone()
+        of_root = connection.execute(f"SELECT 1 {finished} AND root = ? LIMIT 1", (project, branch, str(root))).fetchone()
+        live = {
+            row[0]: row[1:]
+            for row in connection.execute(
+                "SELECT path, source, size, mtime_ns FROM index_documents "
+                "WHERE project = ? AND branch = ? AND root = ? AND valid_to IS NULL",
+                (project, branch, str(root)),
+            )
+        }
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+    if latest is None or of_root is None or len(live) != len(walked.files):
+        return None
+    for entry in walked.files:
+        version = live.get(entry.rel_path)
+        if version is None:
+            return None
+        source, size, mtime_ns = version
+        if mtime_ns is None or mtime_ns != entry.mtime_ns or size != entry.size:
+            return None
+        if classifier.source_of(entry.rel_path, language_of(entry.rel_path)).value != source:
+            return None
+    run_id, number, git_commit, git_dirty = latest
+    return IndexReport(
+        run_id=int(run_id),
+        project=project,
+        branch=branch,
+        root=str(root),
+        version=int(number),
+        nothing_changed=True,
+        unchanged=len(walked.files),
+        skipped=walked.skipped,
+        ignored=walked.ignored_count,
+        git_commit=git_commit,
+        git_dirty=None if git_dirty is None else bool(git_dirty),
+    )
+
+
+def _sqlite_file(db: str) -> Path | None:
+    """The file of a store given as a path or a plain ``sqlite:///`` URL (anything else: ``None``)."""
+    if db.startswith("sqlite:///"):
+        db = db.removeprefix("sqlite:///")
+    elif "://" in db:
+        return None
+    if not db or "?" in db or db == ":memory:":
+        return None
+    return Path(db)

@@ -129,12 +129,18 @@ def run_measured(argv: Sequence[str], *, env: dict[str, str] | None = None) -> P
 
 
 def corpus_copies(source: Path, files: Sequence[str], dest: Path, copies: int) -> Path:
-    """``copies`` copies of ``files`` under ``dest/copy<i>/``; the root to index."""
+    """``copies`` copies of ``files`` under ``dest/copy<i>/``; the root to index.
+
+    The copies get the modification time an hour ago, as the files of a real repository mostly
+    have: freshly written ones are never trusted by the index's stat check (a time within 2 s
+    of a run may not change with the next write), so the no-op re-index would read them all."""
+    past = time.time_ns() - 3600 * 1_000_000_000
     for i in range(copies):
         for rel in files:
             target = dest / f"copy{i}" / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source / rel, target)
+            os.utime(target, ns=(past, past))
     return dest.resolve()
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,19 @@ def _stale_reason(db: Path, stamp_path: Path, current: str) -> str | None:
     return None
 
 
+def _fold_wal(path: Path) -> None:
+    """Checkpoint the store's WAL into the file and let SQLite delete ``-wal`` and ``-shm``.
+
+    The last connection to the built store was the read-only one that verified it, which may
+    not remove them; renamed, the store would leave them behind under the old name (and a WAL
+    with content would be cut off from its database)."""
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()  # the last connection: SQLite deletes the WAL and its index
+
+
 def _build(directory: Path, samples: Path, current: str) -> dict[str, Any]:
     directory.mkdir(parents=True, exist_ok=True)
     building = directory / f"{DEMO_DB}.building"
@@ -158,6 +172,7 @@ def _build(directory: Path, samples: Path, current: str) -> dict[str, Any]:
             events, head = store.store_head()
         if not report.clean:
             raise IntegrityError(f"the freshly built demo store does not verify: {report.problems[0].detail}")
+        _fold_wal(building)
         os.replace(building, directory / DEMO_DB)
     finally:
         building.unlink(missing_ok=True)

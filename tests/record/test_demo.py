@@ -24,7 +24,8 @@ def test_demo_no_ui_on_a_clean_home_builds_then_reuses(capsys):
     assert "store head:" in first and str(directory / DEMO_DB) in first
     assert "f on the sessions screen lists the findings" in first  # where to find them inside
     assert (directory / STAMP).is_file()
-    assert not list(directory.glob("*.index-lock"))  # the build's index-run lock is not left behind
+    # Nothing of the build is left beside the store: no lock file, no WAL under its old name.
+    assert sorted(path.name for path in directory.iterdir()) == sorted([DEMO_DB, STAMP])
     built = (directory / DEMO_DB).stat().st_mtime_ns
 
     assert main(["demo", "--no-ui"]) == 0

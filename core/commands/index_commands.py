@@ -40,6 +40,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     index.add_argument("--workers", type=_workers, default=None,
                        help="processes that prepare files (default: one per core when there is enough to "
                        "prepare; 0 prepares in this process)")
+    index.add_argument("--rehash", action="store_true",
+                       help="read and hash every file, even one whose size and modification time are those it was "
+                       "indexed with (for trees copied by a tool that keeps both)")
     index.add_argument("--json", action="store_true", help="print JSON")
     index.set_defaults(run=run_index)
 
@@ -84,7 +87,7 @@ def run_index(args: argparse.Namespace) -> int:
     policy = find_policy(args.path, args.policy)
     classifier = SourceClassifier().with_globs(policy.rule_globs, policy.decision_globs)
     branch = args.branch if args.branch is not None else git_branch(args.path)
-    unchanged = unchanged_by_stat(
+    unchanged = None if args.rehash else unchanged_by_stat(
         args.db, args.path, project=args.project, branch=branch or "", classifier=classifier, max_bytes=args.max_bytes
     )
     if unchanged is not None:
@@ -96,7 +99,7 @@ def run_index(args: argparse.Namespace) -> int:
     def run(store: Store, progress: Callable[[int, int, str], None] | None) -> IndexReport:
         return index_workspace(
             store, args.path, project=args.project, branch=branch, max_bytes=args.max_bytes,
-            progress=progress, classifier=classifier, workers=args.workers,
+            progress=progress, classifier=classifier, workers=args.workers, rehash=args.rehash,
         )
 
     with Store.open(args.db, create=True) as store:

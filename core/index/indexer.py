@@ -64,8 +64,13 @@ def index_workspace(
     max_bytes: int = 1_000_000,
     progress: Progress | None = None,
     workers: int | None = None,
+    rehash: bool = False,
 ) -> IndexReport:
     """Index ``root`` for ``project``/``branch``; only new and changed files are processed.
+
+    A file of the same size and modification time as its live version is taken to be that
+    version without being read (see ``_Diff``); ``rehash`` reads and hashes every file, for
+    trees written by a tool that keeps sizes and times (``tar -p``, ``rsync -t``).
 
     New and changed files are prepared (decoded, redacted, chunked, their terms counted) by
     ``workers`` processes (``prepare.prepare_all``: by default one per core when there is
@@ -87,7 +92,7 @@ def index_workspace(
         walked = walk_workspace(root, max_bytes=max_bytes)
         report.skipped, report.ignored = walked.skipped, walked.ignored_count
         live = live_documents(store, project=project, branch=report.branch, root=report.root)
-        diff = _Diff(classifier, live, report, walked_at_ns=diff_started)
+        diff = _Diff(classifier, live, report, walked_at_ns=diff_started, trust_times=not rehash)
         total = len(walked.files)
         for done, entry in enumerate(walked.files, start=1):
             if progress:
@@ -131,6 +136,8 @@ class _Diff:
     live: dict[str, LiveDocument]
     report: IndexReport
     walked_at_ns: int = field(default_factory=time.time_ns)
+    trust_times: bool = True
+    """False: read every file, whatever its recorded time (``index_workspace(rehash=True)``)."""
     seen: set[str] = field(default_factory=set)
     mtimes: dict[str, int | None] = field(default_factory=dict)
     """The trusted modification time of each file read (``None``: not trusted)."""
@@ -145,7 +152,8 @@ class _Diff:
         self.seen.add(entry.rel_path)
         previous = self.live.get(entry.rel_path)
         if (
-            previous is not None
+            self.trust_times
+            and previous is not None
             and previous.mtime_ns == entry.mtime_ns
             and previous.size == entry.size
             and self._unchanged(entry.rel_path, previous.content_hash, previous)

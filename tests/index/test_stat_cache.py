@@ -115,3 +115,29 @@ def test_versions_without_a_recorded_time_are_read_and_given_one(tmp_path: Path,
         reads.clear()
         index_workspace(store, root, project="p", workers=0)
     assert reads == []
+
+
+def test_rehash_sees_a_rewrite_that_kept_size_and_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The limit of trusting sizes and times, as git has it: a tree rewritten by a tool that
+    keeps both (``tar -p``, ``rsync -t``) looks unchanged. ``scopelens index --rehash`` reads
+    every file and finds the change."""
+    import json
+
+    from scopelens.core.cli import main
+
+    root = tmp_path / "ws"
+    write(root, FILES)
+    _age(root)
+    db = str(tmp_path / "s.db")
+    argv = ["index", str(root), "--project", "p", "--db", db, "--json"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    target = root / "pkg" / "module_2.py"
+    kept = target.stat()
+    target.write_text(FILES["pkg/module_2.py"].replace("return 2", "return 9"), encoding="utf-8")
+    os.utime(target, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["nothing_changed"]  # the documented limit
+    assert main([*argv, "--rehash"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["changed"] == ["pkg/module_2.py"] and report["index_version"] == "p@-#2"

@@ -27,6 +27,10 @@ from itertools import chain, repeat
 
 import numpy as np
 
+TOKENIZER_VERSION = 1
+"""Changes whenever the terms of some text change (pinned in the engine config, with the
+chunker's version, so drift tells snapshots made from one index form from another)."""
+
 CJK_RANGES = (
     "\u1100-\u11ff"  # Hangul Jamo
     "\u3005-\u3007"  # 々 〆 〇

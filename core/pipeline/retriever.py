@@ -35,8 +35,10 @@ from scopelens.core.contracts import (
     TrimRange,
 )
 from scopelens.core.hashing import canonical_json, document_hash, sha256_hex, text_hash
+from scopelens.core.index.chunker import CHUNKER_VERSION
 from scopelens.core.index.indexer import index_version
 from scopelens.core.index.scorer import BM25_B, BM25_K1, Scorer
+from scopelens.core.index.tokenizer import TOKENIZER_VERSION
 from scopelens.core.pipeline import locate as locate_module
 from scopelens.core.pipeline import pack as pack_module
 from scopelens.core.pipeline import planner as planner_module
@@ -75,6 +77,7 @@ SELECTED_REASONS = (
 def engine_config() -> dict[str, Any]:
     """Everything that changes results apart from the index and the policy (pinned by hash)."""
     return {
+        "index": {"chunker": CHUNKER_VERSION, "tokenizer": TOKENIZER_VERSION},
         "bm25": {"k1": BM25_K1, "b": BM25_B},
         "term_weights": TERM_WEIGHTS,
         "terms": {"part_share": round(planner_module.PART_SHARE, 6), "prose_max_share": planner_module.PROSE_MAX_SHARE,

@@ -41,6 +41,7 @@ from scopelens.core.index.prepare import PreparedDocument, prepare_all, prepare_
 from scopelens.core.index.report import IndexReport, index_version
 from scopelens.core.index.run_writer import SEGMENT_BYTES, RunWriter, clean_interrupted_runs, record_mtimes
 from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.index.stat_check import same_by_stat
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.walker import SkippedPath, WalkedFile, git_state, walk_workspace
 from scopelens.core.store.store import Store
@@ -154,9 +155,7 @@ class _Diff:
         if (
             self.trust_times
             and previous is not None
-            and previous.mtime_ns == entry.mtime_ns
-            and previous.size == entry.size
-            and self._unchanged(entry.rel_path, previous.content_hash, previous)
+            and same_by_stat(entry, previous.source, previous.size, previous.mtime_ns, self.classifier)
         ):
             self.report.unchanged += 1
             return
@@ -273,8 +272,8 @@ class LiveDocument(NamedTuple):
     id: int
     content_hash: str
     source: str
-    size: int = -1
-    mtime_ns: int | None = None
+    size: int
+    mtime_ns: int | None
     """The file's modification time when this version was indexed, if trusted (see ``_Diff``)."""
 
 

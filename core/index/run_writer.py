@@ -102,8 +102,8 @@ class RunWriter:
             connection = conn.connection()
             driver = _sqlite_driver(connection)
             if driver is not None:
-                # Page cache of this connection only (NullPool: it is closed after the run). It
-                # changes no durability setting; it keeps the B-trees being filled in memory.
+                # Page cache of this (pooled) connection only: it changes no durability
+                # setting, and keeps the ends of the B-trees being appended to in memory.
                 connection.exec_driver_sql(f"PRAGMA cache_size = -{WRITE_CACHE_KIB}")
             chunk_lo = self.next_chunk
             chunk_hi = chunk_lo + sum(len(document.chunks) for document in documents)

@@ -19,7 +19,7 @@ from urllib.parse import quote
 from scopelens.core.index.languages import language_of
 from scopelens.core.index.report import IndexReport
 from scopelens.core.index.sources import SourceClassifier
-from scopelens.core.index.walker import walk_workspace
+from scopelens.core.index.walker import WalkedFile, walk_workspace
 
 SCHEMA_STEPS = 13
 """The number of migrations this code knows (``len(migrations.MIGRATIONS)``, which imports
@@ -68,9 +68,7 @@ def unchanged_by_stat(
         if version is None:
             return None
         source, size, mtime_ns = version
-        if mtime_ns is None or mtime_ns != entry.mtime_ns or size != entry.size:
-            return None
-        if classifier.source_of(entry.rel_path, language_of(entry.rel_path)).value != source:
+        if not same_by_stat(entry, source, size, mtime_ns, classifier):
             return None
     run_id, number, git_commit, git_dirty = latest
     return IndexReport(
@@ -85,6 +83,18 @@ def unchanged_by_stat(
         ignored=walked.ignored_count,
         git_commit=git_commit,
         git_dirty=None if git_dirty is None else bool(git_dirty),
+    )
+
+
+def same_by_stat(entry: WalkedFile, source: str, size: int, mtime_ns: int | None, classifier: SourceClassifier) -> bool:
+    """Whether a walked file is the version recorded with ``source``, ``size`` and trusted
+    ``mtime_ns`` without reading it: the same size and time, under the source the policy
+    gives the path now (the indexer's check too, ``indexer._Diff``)."""
+    return (
+        mtime_ns is not None
+        and mtime_ns == entry.mtime_ns
+        and size == entry.size
+        and classifier.source_of(entry.rel_path, language_of(entry.rel_path)).value == source
     )
 
 

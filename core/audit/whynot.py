@@ -69,7 +69,7 @@ from scopelens.core.index.scorer import Scorer
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import all_current_memories
-from scopelens.core.pathmatch import normalise_prefix, under_prefix
+from scopelens.core.pathmatch import normalise_prefix, under_any, under_prefix
 from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX, OTHER_PROJECTS_REF
 from scopelens.core.pipeline.recall import (
     CHUNKS_PER_FILE,
@@ -298,8 +298,11 @@ class WhyNot:
             return _answer(self._replies, sorted(rows, key=_Row.key), base)
         known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
         in_scope = [c for c in known if _in_scope(c, snapshot)]
-        if in_scope:
-            return _not_recalled(store, snapshot, in_scope, base)
+        searched = [c for c in in_scope if _scope_keeps_out(c, snapshot) is None]
+        if searched:
+            return _not_recalled(store, snapshot, searched, base)
+        if in_scope:  # only at paths or in sources the scope keeps out: recall never searched there
+            return _kept_out_by_scope(snapshot, in_scope, base)
         if known:  # in the project, on another branch or root: say where (the same permission context)
             return _outside_the_scope(snapshot, known, base)
         elsewhere = bool(_index_chunks_for(store, snapshot, kind, lookup, project=None, limit=1))
@@ -321,6 +324,29 @@ def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
         chunk.project == scope.project
         and (scope.branch is None or chunk.branch == scope.branch)
         and (scope.workspace_root is None or chunk.root == scope.workspace_root)
+    )
+
+
+def _scope_keeps_out(chunk: ChunkRecord, snapshot: AuditSnapshot) -> tuple[Stage, str] | None:
+    """Why recall could not return a chunk of the snapshot's project, branch and root: a path
+    outside the scope's prefixes or a denied source (recall searches inside the scope only)."""
+    scope = snapshot.scope
+    if scope.path_prefixes and not under_any(chunk.path, scope.path_prefixes):
+        return Stage.OUT_OF_SCOPE, f"path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
+    if not scope.admits_source(chunk.source):
+        return Stage.DENIED_SOURCE, f"source {chunk.source.value} is denied in this scope"
+    return None
+
+
+def _kept_out_by_scope(snapshot: AuditSnapshot, chunks: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
+    """Every match lies where the scope does not reach: it was never searched for, whatever its words."""
+    verdicts = [(c, verdict) for c in chunks if (verdict := _scope_keeps_out(c, snapshot)) is not None]
+    first, (stage, reason) = verdicts[0]
+    inside = "recall searches inside the scope only"
+    matches = tuple(WhyNotMatch(stage=s, source_ref=c.source_ref, reason=f"{r}: {inside}") for c, (s, r) in verdicts)
+    return WhyNotAnswer(
+        **base, stage=stage, best_chunk=first.source_ref, matches=matches,
+        summary=f"{stage.value}: {first.source_ref}: {reason}; {inside}, so it was never a candidate",
     )
 
 

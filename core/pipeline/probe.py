@@ -79,10 +79,17 @@ def probe(
     withheld_sessions: list[SessionPoolEntry] | None = None
     for sub_query in sub_queries:
         terms = [(t.term, t.weight) for t in sub_query.terms]
-        hits = scorer.search(terms, RecallFilter(project=None, all_versions=True), top_k=PROBE_TOP_K)
-        for row in _provenance(store, [h.chunk_id for h in hits]):
+        # The best PROBE_TOP_K hits that recall did not return: recalled chunks are searched
+        # past, so a scope's own finer chunks do not crowd out what it withheld.
+        top_k = PROBE_TOP_K + sum(1 for r in recalled_ids if r.startswith("chunk:"))
+        hits = scorer.search(terms, RecallFilter(project=None, all_versions=True), top_k=top_k)
+        found = 0
+        for row in _provenance(store, [h.chunk_id for h in hits if f"chunk:{h.chunk_id}" not in recalled_ids]):
+            if found == PROBE_TOP_K:
+                break
+            found += 1
             candidate_id = f"chunk:{row['id']}"
-            if candidate_id in recalled_ids or candidate_id in rejected:
+            if candidate_id in rejected:
                 continue
             if row["project"] != scope.project:
                 elsewhere.setdefault(Source(str(row["source"])), set()).add(candidate_id)

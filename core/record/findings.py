@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from scopelens.core.clock import when
 from scopelens.core.contracts import SCORE_COMPONENTS, AuditSnapshot, Contract, SnapshotItem
+from scopelens.core.pathmatch import under_any
 from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
 from scopelens.core.pipeline.rerank import WEIGHTS
 from scopelens.core.record import facts
@@ -155,6 +156,9 @@ def _similarity(snapshot: AuditSnapshot, ctx: FindingContext) -> None:
         if ref in rejected:
             stage = rejected[ref].stage
             why = f"withheld at {stage.value} ({rejected[ref].reason})"
+        elif snapshot.scope.path_prefixes and not under_any(ref.rsplit(":", 1)[0], snapshot.scope.path_prefixes):
+            stage = Stage.OUT_OF_SCOPE
+            why = f"outside the scope's path prefixes ({', '.join(snapshot.scope.path_prefixes)}), never searched"
         else:
             stage = Stage.NOT_RECALLED
             why = "not recalled under this scope"

@@ -119,7 +119,7 @@ def test_each_drift_class(lab):
     assert classes["src/auth/session.ts"].drift_class == DriftClass.CONTENT_CHANGED
     assert classes["tests/auth/session.fixture.ts"].drift_class == DriftClass.ADDED
     assert classes["docs/extra.md"].drift_class == DriftClass.REMOVED
-    assert classes["docs/extra.md"].stage_today == Stage.NOT_RECALLED
+    assert classes["docs/extra.md"].stage_today == Stage.STALE  # the probe finds the removed version
     moved_or_same = {classes[p].drift_class for p in ("docs/rules/mocks.md", "tests/auth/session.test.ts")}
     assert moved_or_same <= {DriftClass.MOVED, DriftClass.UNCHANGED}
     assert any(i.drift_class == DriftClass.MOVED and i.frozen_rank != i.today_rank for i in report.items)

@@ -85,7 +85,7 @@ def test_why_not_prefers_the_pipeline_row_over_the_probe_and_matches_literally(l
     # `%` and `_` are literal, not LIKE wildcards: "50x_off" matches nothing anywhere.
     assert why_not(lab.store, observation.snapshot_id, "text", "50x_off").stage == Stage.NOT_RECALLED
     other_branch = why_not(lab.store, observation.snapshot_id, "text", "cursor = 50%_off")
-    assert other_branch.stage == Stage.OUT_OF_SCOPE and "only on branch feature" in other_branch.summary
+    assert other_branch.stage == Stage.OUT_OF_SCOPE and "branch feature" in other_branch.summary
 
 
 def test_a_never_recalled_chunk_gets_its_would_be_rank(lab):
@@ -112,3 +112,18 @@ def test_a_doc_past_the_docs_a_recall_keeps_says_so(lab):
     run = next(q for q in answer.sub_queries if q.would_be_rank is not None)
     assert run.docs_cut and run.files_kept == DOC_FILES_KEPT and DOC_FILES_KEPT < run.would_be_file_rank <= FILES_KEPT
     assert f"and a recall keeps at most {DOC_FILES_KEPT} docs, which ranked above it" in answer.summary
+
+
+def test_a_path_outside_the_scope_prefixes_is_out_of_scope_not_missing_words(lab):
+    """Recall searches inside the path prefixes only: a file outside them was never a
+    candidate, whatever its words, and why-not says so instead of listing query terms it lacks.
+    Many other files match too, so the probe's few hits do not reach it either."""
+    files = {f"docs/admin/page{n}.md": f"# Page {n}\n\nThe cursor moves a row on page {n}.\n" for n in range(8)}
+    files["src/table.py"] = TABLE
+    lab.index(lab.workspace("a", files), "alpha")
+    scope = RetrievalScope(project="alpha", path_prefixes=("src",))
+    observation = lab.retriever().retrieve(ASK_CURSOR, scope)
+    answer = why_not(lab.store, observation.snapshot_id, "path", "docs/admin/page7.md")
+    assert answer.stage == Stage.OUT_OF_SCOPE, answer.summary
+    assert "outside the scope's prefixes (src)" in answer.summary and not answer.missing_terms
+    assert [m.stage for m in answer.matches] == [Stage.OUT_OF_SCOPE]

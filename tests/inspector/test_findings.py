@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from scopelens.core.readmodel import FindingView, ReadModel
 from scopelens.core.record.demo import STAMP
-from scopelens.core.vocab import FindingKind, Outcome
+from scopelens.core.vocab import FindingKind, Outcome, Stage
 from scopelens.inspector.screens.findings import FindingsScreen
 from scopelens.inspector.screens.sessions import SessionsScreen
 from scopelens.inspector.screens.snapshot import SnapshotScreen
@@ -75,8 +75,9 @@ def test_the_read_model_reads_the_demo_stamps_findings_and_where_each_leads(demo
     assert (shown.opens, shown.seq) == ("item", 4)  # the snapshot event of turn 2
     withheld = one(findings, FindingKind.CANDIDATE_MEMORY_POLLUTION, Outcome.PREVENTED)
     assert (withheld.opens, withheld.seq) == ("candidate", 4)
-    never_recalled = one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.PREVENTED, stage="not-recalled")
-    assert (never_recalled.opens, never_recalled.seq) == ("event", 7)  # no row: the snapshot's event
+    withheld = one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.PREVENTED, source_ref="src/admin/rbac.ts:1-12")
+    assert withheld.finding.stage == Stage.OUT_OF_SCOPE  # outside turn 3's prefixes: the probe's row
+    assert (withheld.opens, withheld.seq) == ("candidate", 7)
 
 
 def test_a_store_without_a_stamp_has_no_findings_and_no_problem(sample_store):
@@ -219,7 +220,7 @@ async def test_enter_opens_what_each_finding_is_about_and_t_its_turn(demo_store)
 
         # t: any finding's turn in the timeline, on the event it is about.
         await highlight(pilot, screen, one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.PREVENTED,
-                                           stage="not-recalled"))
+                                           source_ref="src/admin/rbac.ts:1-12"))
         await pilot.press("t")
         await settle(pilot)
         opened = app.screen

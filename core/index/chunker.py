@@ -7,8 +7,11 @@ may be dropped; chunks are in order, never overlap and are never blank.
 
 Python is chunked by its statements (one chunk per top-level function or class, big classes
 split by method, module-level code in ``module`` chunks), found by ``python_scan`` without a
-full parse; anything else, and text that is not Python (a bracket or string never closed, a
-null byte), is cut into line windows that prefer to end where a block ends.
+full parse. TypeScript, JavaScript, Go, Rust, Java, C and C++ are chunked the same way by
+their tree-sitter syntax (``syntax_scan``; types get ``type`` chunks). Anything else, and
+text that is not Python (a bracket or string never closed, a null byte), is cut into line
+windows that prefer to end where a block ends; so is what a syntax tree leaves between
+definitions when it is too big for one chunk.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from itertools import accumulate
 
 from scopelens.core.index.languages import language_of
 from scopelens.core.index.python_scan import PythonLines, Statement
+from scopelens.core.index.syntax_scan import Definition, grammar_name, scan
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 """Changes whenever the chunks of some file change (pinned in the engine config, so drift
 tells snapshots chunked one way from those chunked another). 2: Python by ``python_scan``
-instead of ``ast`` (the same chunks for code that parses; Python 2 code by statements)."""
-ChunkKind = str  # "function" | "class" | "method" | "class-header" | "module" | "window"
+instead of ``ast`` (the same chunks for code that parses; Python 2 code by statements).
+3: TypeScript, JavaScript, Go, Rust, Java, C and C++ by their syntax tree."""
+ChunkKind = str  # "function" | "class" | "method" | "class-header" | "type" | "module" | "window"
 
 _BRACE_LANGUAGES = frozenset(
     {"typescript", "javascript", "go", "rust", "java", "kotlin", "c", "cpp", "csharp", "swift",
@@ -75,7 +80,11 @@ def chunk_text(path: str, text: str, *, max_lines: int = 80, max_chars: int = 40
     if not doc.lines:
         return []
     language = language_of(path)
-    spans = _python_spans(doc, text) if language == "python" else None
+    spans = None
+    if language == "python":
+        spans = _python_spans(doc, text)
+    elif (grammar := grammar_name(path, language)) is not None:
+        spans = _syntax_spans(doc, text, grammar, language)
     if spans is None:
         rank = _ranks(doc, language)
         spans = doc.windows(0, len(doc.lines) - 1, "window", None, rank.__getitem__)
@@ -98,6 +107,8 @@ class _Doc:
         self.max_chars = max_chars
         # cum[i] = characters in lines[:i], counting one "\n" after each line.
         self.cum = list(accumulate(map(len, self.lines), lambda total, n: total + n + 1, initial=0))
+        self.rank_of: Callable[[int, int], Callable[[int], int]] = self.python_rank
+        """Where windows of a span too big for one chunk may end (``windows``' ``rank``)."""
 
     def fits(self, s: int, e: int) -> bool:
         return e - s < self.max_lines and self.cum[e + 1] - self.cum[s] - 1 <= self.max_chars
@@ -117,7 +128,7 @@ class _Doc:
             return []
         if self.fits(s, e):
             return [(s, e, kind, symbol)]
-        return self.windows(s, e, kind, symbol, self.python_rank(s, e))
+        return self.windows(s, e, kind, symbol, self.rank_of(s, e))
 
     def windows(
         self, s: int, e: int, kind: ChunkKind, symbol: str | None, rank: Callable[[int], int]
@@ -235,6 +246,44 @@ def _python_spans(doc: _Doc, text: str) -> list[_Span] | None:
         spans += _def_spans(doc, scan, statement, s, e, statement.name or "", method=False)
         cursor = e + 1
     spans += doc.span(cursor, len(doc.lines) - 1, "module", None)
+    return spans
+
+
+def _syntax_spans(doc: _Doc, text: str, grammar: str, language: str) -> list[_Span] | None:
+    """Spans from a syntax tree: one per top-level definition (a class too big for one split
+    by member), the code between them in ``module`` spans; None when the tree's rows are not
+    the lines (see ``syntax_scan``)."""
+    definitions = scan(text, grammar)
+    if definitions is None:
+        return None
+    ranks = _brace_ranks(doc, language)
+    doc.rank_of = lambda _s, _e: ranks.__getitem__
+    spans: list[_Span] = []
+    cursor = 0
+    for definition in definitions:
+        s, e = max(definition.first, cursor), min(definition.last, len(doc.lines) - 1)
+        if s > e:  # shares its only line with the definition before
+            continue
+        spans += doc.span(cursor, s - 1, "module", None)
+        spans += _member_spans(doc, definition, s, e, definition.name, method=False)
+        cursor = e + 1
+    spans += doc.span(cursor, len(doc.lines) - 1, "module", None)
+    return spans
+
+
+def _member_spans(doc: _Doc, definition: Definition, s: int, e: int, symbol: str, *, method: bool) -> list[_Span]:
+    """A definition as one span; a class too big for one is cut into its header and one span
+    per member (what lies between two members goes with the one above)."""
+    kind = "method" if method and definition.kind != "class" else definition.kind
+    members = [m for m in definition.members if s < m.first <= e]
+    if definition.kind != "class" or not members or doc.fits(*doc.trim(s, e)):
+        return doc.span(s, e, kind, symbol)
+    spans = doc.span(s, members[0].first - 1, "class-header", symbol)
+    for k, member in enumerate(members):
+        ms = max(member.first, members[k - 1].last + 1) if k else member.first
+        me = members[k + 1].first - 1 if k + 1 < len(members) else e
+        if ms <= me:
+            spans += _member_spans(doc, member, ms, me, f"{symbol}.{member.name}", method=True)
     return spans
 
 

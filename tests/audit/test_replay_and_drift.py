@@ -84,7 +84,7 @@ def test_replay_shows_turns_events_and_citations(lab):
     assert replayed.ok
     last = replayed.turns[-1]
     assert [e.type for e in last.events][-2:] == [EventType.MODEL_REQUEST, EventType.MODEL_RESPONSE]
-    assert last.snapshots[0].snapshot.projection.citation_map["code#2"].source_ref == "src/auth/session.ts:1-5"
+    assert last.snapshots[0].snapshot.projection.citation_map["code#2"].source_ref == "src/auth/session.ts:1-1"
 
 
 def test_replay_flags_a_tampered_block(lab, capsys):

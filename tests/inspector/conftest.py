@@ -52,6 +52,15 @@ def demo_store(demo_build, tmp_path) -> Path:
     return directory / DEMO_DB
 
 
+def drifted_snapshot_of(db: Path) -> str:
+    """The auth session's last snapshot (turn 4): it showed ``tests/auth/fixtures.ts``, which
+    the session then fixed and re-indexed, so drift finds that item content-changed."""
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT id FROM snapshots WHERE session_id = 's-auth-role-mock-0001' ORDER BY turn DESC, id DESC LIMIT 1"
+        ).fetchone()[0]
+
+
 def first_snapshot_of(db: Path, session_id: str = "s-auth-role-mock-0001") -> str:
     """The id of a session's first snapshot (earliest turn, then id) in a sample store copy."""
     with sqlite3.connect(db) as conn:

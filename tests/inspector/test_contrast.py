@@ -21,7 +21,7 @@ from scopelens.inspector.screens.snapshot import BAD_STYLE, OK_STYLE, SnapshotSc
 from scopelens.inspector.screens.whynot import WhyNotScreen
 from scopelens.inspector.theme import STAGE_STYLE
 from scopelens.inspector.widgets.fitted_table import FittedTable
-from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
+from tests.inspector.conftest import build_app, drifted_snapshot_of, first_snapshot_of, open_screen, settle
 
 THEMES = ("textual-dark", "textual-light")
 TEXT_STYLES = {"bold", "italic", "underline", "dim", "reverse", "strike", "b", "i", "u", "d", "r", "s", "not"}
@@ -75,7 +75,7 @@ def check(widget: Widget, specs: dict[str, str], variables: dict[str, str], them
 async def test_drift_class_and_diff_colours_reach_aa(sample_store: Path, theme: str) -> None:
     app = build_app(sample_store, theme=theme)
     async with app.run_test(size=(120, 30)) as pilot:
-        await open_screen(pilot, DriftScreen(first_snapshot_of(sample_store), run=True))
+        await open_screen(pilot, DriftScreen(drifted_snapshot_of(sample_store), run=True))
         variables = app.get_css_variables()
         screen = app.screen
         table, diff = screen.query_one("#drift-table"), screen.query_one("#drift-diff")
@@ -144,7 +144,7 @@ async def test_drift_cells_are_drawn_again_in_the_new_theme(sample_store: Path) 
 
     app = build_app(sample_store)
     async with app.run_test(size=(120, 30)) as pilot:
-        await open_screen(pilot, DriftScreen(first_snapshot_of(sample_store)))
+        await open_screen(pilot, DriftScreen(drifted_snapshot_of(sample_store)))
         await pilot.press("r")
         await settle(pilot)
         table = app.screen.query_one("#drift-table", DataTable)

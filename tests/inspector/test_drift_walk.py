@@ -13,7 +13,7 @@ from scopelens.core.vocab import DriftClass
 from scopelens.inspector.screens.drift import DiffPane, DriftScreen, SessionDriftScreen
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
-from tests.inspector.conftest import DRIFT_CLOCK_START, build_app, first_snapshot_of, open_screen, settle
+from tests.inspector.conftest import DRIFT_CLOCK_START, build_app, drifted_snapshot_of, first_snapshot_of, open_screen, settle
 
 SESSION = "s-auth-role-mock-0001"
 
@@ -29,7 +29,7 @@ def recorded_runs(db) -> int:  # type: ignore[no-untyped-def]
 async def test_d_runs_drift_and_shows_the_result_at_80x24(sample_store):
     app = build_app(sample_store)
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_screen(pilot, SnapshotScreen(first_snapshot_of(sample_store)))
+        await open_screen(pilot, SnapshotScreen(drifted_snapshot_of(sample_store)))
         assert recorded_runs(sample_store) == 0
         await pilot.press("d")
         await settle(pilot)

@@ -71,13 +71,17 @@ def test_the_read_model_reads_the_demo_stamps_findings_and_where_each_leads(demo
     assert (cited.opens, cited.seq, cited.reply_ref) == ("citation", 6, f"{AUTH}#6")  # the reply citing it
     by_path = one(findings, FindingKind.CITATION_DISTORTION, Outcome.OCCURRED, BILLING)
     assert (by_path.opens, by_path.seq) == ("event", 9)  # cited by path: the reply itself
-    shown = one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.OCCURRED, source_ref="src/admin/rbac.ts:1-12")
+    shown = one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.OCCURRED, source_ref="src/admin/rbac.ts:10-12")
     assert (shown.opens, shown.seq) == ("item", 4)  # the snapshot event of turn 2
     withheld = one(findings, FindingKind.CANDIDATE_MEMORY_POLLUTION, Outcome.PREVENTED)
     assert (withheld.opens, withheld.seq) == ("candidate", 4)
-    withheld = one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.PREVENTED, source_ref="src/admin/rbac.ts:1-12")
-    assert withheld.finding.stage == Stage.OUT_OF_SCOPE  # outside turn 3's prefixes: the probe's row
-    assert (withheld.opens, withheld.seq) == ("candidate", 7)
+    withheld_doc = one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.PREVENTED,
+                       source_ref="docs/admin/permissions.md:1-8")
+    assert withheld_doc.finding.stage == Stage.OUT_OF_SCOPE  # outside turn 3's path prefixes: the probe's row
+    assert (withheld_doc.opens, withheld_doc.seq) == ("candidate", 7)
+    never_searched = one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.PREVENTED, source_ref="src/admin/rbac.ts:10-12")
+    assert never_searched.finding.stage == Stage.OUT_OF_SCOPE and "never searched" in never_searched.finding.explanation
+    assert (never_searched.opens, never_searched.seq) == ("event", 7)  # no row: the snapshot's event
 
 
 def test_a_store_without_a_stamp_has_no_findings_and_no_problem(sample_store):
@@ -220,7 +224,7 @@ async def test_enter_opens_what_each_finding_is_about_and_t_its_turn(demo_store)
 
         # t: any finding's turn in the timeline, on the event it is about.
         await highlight(pilot, screen, one(findings, FindingKind.SIMILARITY_POLLUTION, Outcome.PREVENTED,
-                                           source_ref="src/admin/rbac.ts:1-12"))
+                                           source_ref="src/admin/rbac.ts:10-12"))
         await pilot.press("t")
         await settle(pilot)
         opened = app.screen

@@ -17,7 +17,7 @@ from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
 from scopelens.inspector.screens.whynot import WhyNotScreen
 from scopelens.inspector.widgets.fitted_table import FittedTable
-from tests.inspector.conftest import build_app, first_snapshot_of, open_screen, settle
+from tests.inspector.conftest import build_app, drifted_snapshot_of, open_screen, settle
 from tests.pipeline.test_seed_seven import FIX_TEST
 from tests.support.workspaces import AUTH_FILES, Lab
 
@@ -56,7 +56,7 @@ async def test_open_session_walk_to_turn_3_open_snapshot_and_jump_from_citation(
 
 
 async def test_compute_drift_after_a_workspace_change_and_see_the_diff(sample_store):
-    snapshot_id = first_snapshot_of(sample_store)
+    snapshot_id = drifted_snapshot_of(sample_store)
     app = build_app(sample_store)
     async with app.run_test(size=(160, 48)) as pilot:
         await open_screen(pilot, DriftScreen(snapshot_id))

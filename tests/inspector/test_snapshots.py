@@ -14,7 +14,7 @@ from scopelens.inspector.screens.help import HelpScreen
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
 from scopelens.inspector.screens.whynot import WhyNotScreen
-from tests.inspector.conftest import build_app, first_snapshot_of, settle
+from tests.inspector.conftest import build_app, drifted_snapshot_of, first_snapshot_of, settle
 
 SIZES = [(80, 24), (160, 48)]
 SESSION = "s-auth-role-mock-0001"
@@ -60,9 +60,9 @@ def test_snapshot_tabs(snap_compare, sample_store, size, tab):
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_drift_screen(snap_compare, sample_store, size):
-    """Drift of the first auth snapshot after the staged fixture fix: the cursor lands on the
-    content-changed item and its diff is shown."""
-    snapshot_id = first_snapshot_of(sample_store)
+    """Drift of the auth snapshot that showed the fixture, after the staged fixture fix: the
+    cursor lands on the content-changed item and its diff is shown."""
+    snapshot_id = drifted_snapshot_of(sample_store)
     assert snap_compare(build_app(sample_store), terminal_size=size,
                         run_before=opening(lambda: DriftScreen(snapshot_id), "r"))
 
@@ -116,7 +116,7 @@ LIGHT_SCREENS = {
     "candidates": lambda db: SnapshotScreen(first_snapshot_of(db), tab="candidates"),
     "evidence": lambda db: SnapshotScreen(first_snapshot_of(db), tab="evidence"),
     "citations": lambda db: SnapshotScreen(first_snapshot_of(db), tab="citations"),
-    "drift": lambda db: DriftScreen(first_snapshot_of(db)),
+    "drift": lambda db: DriftScreen(drifted_snapshot_of(db)),
     "help": lambda db: HelpScreen("sessions"),
     "whynot": lambda db: WhyNotScreen(SNAPSHOT, prefill="createUserMock"),
 }

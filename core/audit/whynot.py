@@ -294,15 +294,18 @@ class WhyNot:
         # only other projects' memories hold it.
         memories = [r for r in self._memories if _text_matches(value, r.content)] if kind != "path" else []
         rows = _recorded_rows(snapshot, kind, value, self._row_chunks, {f"memory:{r.id}" for r in memories})
-        if rows:
-            return _answer(self._replies, sorted(rows, key=_Row.key), base)
+        rows.sort(key=_Row.key)
+        if rows and (kind != "symbol" or rows[0].strength >= 1):
+            return _answer(self._replies, rows, base)
         known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
+        if rows:  # only mentions of the symbol were recorded: where did its definition go?
+            defining = [c for c in known if _in_scope(c, snapshot) and _symbol_strength(value, c.symbol, c.text) >= 1]
+            if not defining:
+                return _answer(self._replies, rows, base)
+            return _with_mentions(_unrecorded(store, snapshot, defining, base), _answer(self._replies, rows, base))
         in_scope = [c for c in known if _in_scope(c, snapshot)]
-        searched = [c for c in in_scope if _scope_keeps_out(c, snapshot) is None]
-        if searched:
-            return _not_recalled(store, snapshot, searched, base)
-        if in_scope:  # only at paths or in sources the scope keeps out: recall never searched there
-            return _kept_out_by_scope(snapshot, in_scope, base)
+        if in_scope:
+            return _unrecorded(store, snapshot, in_scope, base)
         if known:  # in the project, on another branch or root: say where (the same permission context)
             return _outside_the_scope(snapshot, known, base)
         elsewhere = bool(_index_chunks_for(store, snapshot, kind, lookup, project=None, limit=1))
@@ -325,6 +328,23 @@ def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
         and (scope.branch is None or chunk.branch == scope.branch)
         and (scope.workspace_root is None or chunk.root == scope.workspace_root)
     )
+
+
+def _unrecorded(store: Store, snapshot: AuditSnapshot, chunks: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
+    """Chunks of the scope's project, branch and root that no row records."""
+    searched = [c for c in chunks if _scope_keeps_out(c, snapshot) is None]
+    if searched:
+        return _not_recalled(store, snapshot, searched, base)
+    return _kept_out_by_scope(snapshot, chunks, base)  # recall never searched where they are
+
+
+def _with_mentions(definition: WhyNotAnswer, mentions: WhyNotAnswer) -> WhyNotAnswer:
+    """The answer about a symbol's definition, with the recorded rows that only mention it."""
+    shown = listing([f"{m.source_ref} {m.stage.value}" for m in mentions.matches], 4, "; ")
+    return definition.model_copy(update={
+        "summary": f"{definition.summary} (rows that mention it: {shown})",
+        "matches": (*definition.matches, *mentions.matches),
+    })
 
 
 def _scope_keeps_out(chunk: ChunkRecord, snapshot: AuditSnapshot) -> tuple[Stage, str] | None:

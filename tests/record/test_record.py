@@ -337,3 +337,23 @@ def test_secrets_in_tool_arguments_and_output_are_redacted_before_they_are_store
         tool_events = [e for e in store.events(result.session_id) if e.type.value.startswith("tool.")]
     assert tool_events and all(token not in repr(e.payload) for e in tool_events)
     assert tool_events[0].payload["arguments"]["env"]["GITHUB_TOKEN"].startswith("[REDACTED:")
+
+
+def test_why_not_a_typescript_symbol_follows_its_definition_past_the_rows_that_mention_it(all_samples):
+    """The essay's TypeScript example, chunked by function: turn 3 showed the test log, which
+    mentions requireRole, but not requireRole's own chunk. why-not answers for the definition
+    (where it dropped out) and lists the mentions beside it."""
+    from scopelens.core.audit.whynot import why_not
+    from scopelens.core.vocab import Stage
+
+    db, _results = all_samples
+    store = Store.open(db)
+    try:
+        answer = why_not(store, "snap-auth-role-mock-0002", "symbol", "requireRole")
+        shown = why_not(store, "snap-auth-role-mock-0002", "symbol", "createUserMock")
+    finally:
+        store.close()
+    assert answer.stage == Stage.NOT_RECALLED and answer.best_chunk == "src/auth/session.ts:29-33", answer.summary
+    assert "best chunks kept of its file" in answer.summary
+    assert "rows that mention it: test-output.log:1-14 cited" in answer.summary
+    assert shown.stage == Stage.CITED and shown.source_ref == "src/auth/session.ts:15-23"

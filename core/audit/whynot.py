@@ -69,8 +69,8 @@ from scopelens.core.index.scorer import Scorer
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import all_current_memories
-from scopelens.core.pathmatch import normalise_prefix, under_any, under_prefix
-from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX, OTHER_PROJECTS_REF
+from scopelens.core.pathmatch import normalise_prefix, under_prefix
+from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX, OTHER_PROJECTS_REF, place_withheld
 from scopelens.core.pipeline.recall import (
     CHUNKS_PER_FILE,
     DOC_FILES_KEPT,
@@ -298,12 +298,12 @@ class WhyNot:
         if rows and (kind != "symbol" or rows[0].strength >= 1):
             return _answer(self._replies, rows, base)
         known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
+        in_scope = [c for c in known if _in_scope(c, snapshot)]
         if rows:  # only mentions of the symbol were recorded: where did its definition go?
-            defining = [c for c in known if _in_scope(c, snapshot) and _symbol_strength(value, c.symbol, c.text) >= 1]
+            defining = [c for c in in_scope if _symbol_strength(value, c.symbol, c.text) >= 1]
             if not defining:
                 return _answer(self._replies, rows, base)
             return _with_mentions(_unrecorded(store, snapshot, defining, base), _answer(self._replies, rows, base))
-        in_scope = [c for c in known if _in_scope(c, snapshot)]
         if in_scope:
             return _unrecorded(store, snapshot, in_scope, base)
         if known:  # in the project, on another branch or root: say where (the same permission context)
@@ -332,7 +332,7 @@ def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
 
 def _unrecorded(store: Store, snapshot: AuditSnapshot, chunks: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
     """Chunks of the scope's project, branch and root that no row records."""
-    searched = [c for c in chunks if _scope_keeps_out(c, snapshot) is None]
+    searched = [c for c in chunks if place_withheld(c.path, c.source, snapshot.scope) is None]
     if searched:
         return _not_recalled(store, snapshot, searched, base)
     return _kept_out_by_scope(snapshot, chunks, base)  # recall never searched where they are
@@ -347,20 +347,9 @@ def _with_mentions(definition: WhyNotAnswer, mentions: WhyNotAnswer) -> WhyNotAn
     })
 
 
-def _scope_keeps_out(chunk: ChunkRecord, snapshot: AuditSnapshot) -> tuple[Stage, str] | None:
-    """Why recall could not return a chunk of the snapshot's project, branch and root: a path
-    outside the scope's prefixes or a denied source (recall searches inside the scope only)."""
-    scope = snapshot.scope
-    if scope.path_prefixes and not under_any(chunk.path, scope.path_prefixes):
-        return Stage.OUT_OF_SCOPE, f"path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
-    if not scope.admits_source(chunk.source):
-        return Stage.DENIED_SOURCE, f"source {chunk.source.value} is denied in this scope"
-    return None
-
-
 def _kept_out_by_scope(snapshot: AuditSnapshot, chunks: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
     """Every match lies where the scope does not reach: it was never searched for, whatever its words."""
-    verdicts = [(c, verdict) for c in chunks if (verdict := _scope_keeps_out(c, snapshot)) is not None]
+    verdicts = [(c, verdict) for c in chunks if (verdict := place_withheld(c.path, c.source, snapshot.scope)) is not None]
     first, (stage, reason) = verdicts[0]
     inside = "recall searches inside the scope only"
     matches = tuple(WhyNotMatch(stage=s, source_ref=c.source_ref, reason=f"{r}: {inside}") for c, (s, r) in verdicts)

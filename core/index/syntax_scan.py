@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -76,56 +76,55 @@ _TS_WRAPPERS = frozenset({"export_statement", "ambient_declaration"})
 _TS_SCOPES = frozenset({"internal_module", "module", "expression_statement"})
 """``namespace X {}`` is an expression statement holding an ``internal_module``."""
 _JS_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_JS_VARIABLES = frozenset({"lexical_declaration", "variable_declaration"})
 
+_TYPESCRIPT = _Grammar(
+    module="tree_sitter_typescript:language_typescript", functions=_TS_FUNCTIONS, classes=_TS_CLASSES,
+    types=_TS_TYPES, scopes=_TS_SCOPES, wrappers=_TS_WRAPPERS, methods=_TS_METHODS, variables=_JS_VARIABLES,
+    attached=frozenset({"comment", "decorator"}),
+)
+_C_SCOPES = frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "linkage_specification",
+                       "declaration_list"})
 _GRAMMARS = {
-    "typescript": _Grammar(
-        "tree_sitter_typescript:language_typescript", _TS_FUNCTIONS, _TS_CLASSES, _TS_TYPES, _TS_SCOPES,
-        _TS_WRAPPERS, _TS_METHODS, frozenset({"lexical_declaration", "variable_declaration"}),
-        frozenset({"comment", "decorator"}),
-    ),
-    "tsx": _Grammar(
-        "tree_sitter_typescript:language_tsx", _TS_FUNCTIONS, _TS_CLASSES, _TS_TYPES, _TS_SCOPES,
-        _TS_WRAPPERS, _TS_METHODS, frozenset({"lexical_declaration", "variable_declaration"}),
-        frozenset({"comment", "decorator"}),
-    ),
-    "javascript": _Grammar(
-        "tree_sitter_javascript:language", _TS_FUNCTIONS, _TS_CLASSES, frozenset(), frozenset(),
-        frozenset({"export_statement"}), frozenset({"method_definition"}),
-        frozenset({"lexical_declaration", "variable_declaration"}), frozenset({"comment", "decorator"}),
+    "typescript": _TYPESCRIPT,
+    "tsx": replace(_TYPESCRIPT, module="tree_sitter_typescript:language_tsx"),
+    "javascript": replace(
+        _TYPESCRIPT, module="tree_sitter_javascript:language", types=frozenset(), scopes=frozenset(),
+        wrappers=frozenset({"export_statement"}), methods=frozenset({"method_definition"}),
     ),
     "go": _Grammar(
-        "tree_sitter_go:language", frozenset({"function_declaration", "method_declaration"}), frozenset(),
-        frozenset({"type_declaration"}), frozenset(),
+        module="tree_sitter_go:language", functions=frozenset({"function_declaration", "method_declaration"}),
+        classes=frozenset(), types=frozenset({"type_declaration"}), scopes=frozenset(),
     ),
     "rust": _Grammar(
-        "tree_sitter_rust:language", frozenset({"function_item", "macro_definition", "function_signature_item"}),
-        frozenset({"impl_item", "trait_item", "mod_item"}), frozenset({"struct_item", "enum_item", "union_item", "type_item"}),
-        frozenset(), frozenset(), frozenset({"function_item", "function_signature_item"}), frozenset(),
-        frozenset({"line_comment", "block_comment", "attribute_item"}),
+        module="tree_sitter_rust:language",
+        functions=frozenset({"function_item", "macro_definition", "function_signature_item"}),
+        classes=frozenset({"impl_item", "trait_item", "mod_item"}),
+        types=frozenset({"struct_item", "enum_item", "union_item", "type_item"}), scopes=frozenset(),
+        methods=frozenset({"function_item", "function_signature_item"}),
+        attached=frozenset({"line_comment", "block_comment", "attribute_item"}),
     ),
     "java": _Grammar(
-        "tree_sitter_java:language", frozenset(),
-        frozenset({"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}),
-        frozenset({"annotation_type_declaration"}), frozenset(), frozenset(),
-        frozenset({"method_declaration", "constructor_declaration", "compact_constructor_declaration",
-                   "class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}),
-        frozenset(), frozenset({"line_comment", "block_comment"}),
+        module="tree_sitter_java:language", functions=frozenset(),
+        classes=frozenset({"class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}),
+        types=frozenset({"annotation_type_declaration"}), scopes=frozenset(),
+        methods=frozenset({"method_declaration", "constructor_declaration", "compact_constructor_declaration",
+                           "class_declaration", "interface_declaration", "enum_declaration", "record_declaration"}),
+        attached=frozenset({"line_comment", "block_comment"}),
     ),
     "c": _Grammar(
-        "tree_sitter_c:language", frozenset({"function_definition"}), frozenset(),
-        frozenset({"struct_specifier", "enum_specifier", "union_specifier", "type_definition"}),
-        frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "linkage_specification",
-                   "declaration_list"}),
+        module="tree_sitter_c:language", functions=frozenset({"function_definition"}), classes=frozenset(),
+        types=frozenset({"struct_specifier", "enum_specifier", "union_specifier", "type_definition"}), scopes=_C_SCOPES,
     ),
     "cpp": _Grammar(
-        "tree_sitter_cpp:language", frozenset({"function_definition"}), frozenset({"class_specifier", "struct_specifier"}),
-        frozenset({"enum_specifier", "union_specifier", "type_definition", "alias_declaration"}),
-        frozenset({"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "linkage_specification",
-                   "namespace_definition", "declaration_list"}),
-        frozenset({"template_declaration"}), frozenset({"function_definition", "template_declaration"}),
+        module="tree_sitter_cpp:language", functions=frozenset({"function_definition"}),
+        classes=frozenset({"class_specifier", "struct_specifier"}),
+        types=frozenset({"enum_specifier", "union_specifier", "type_definition", "alias_declaration"}),
+        scopes=_C_SCOPES | {"namespace_definition"}, wrappers=frozenset({"template_declaration"}),
+        methods=frozenset({"function_definition", "template_declaration"}),
     ),
 }
-_SUFFIX_GRAMMAR = {".tsx": "tsx", ".mts": "typescript", ".cts": "typescript"}
+_SUFFIX_GRAMMAR = {".tsx": "tsx"}
 _LANGUAGE_GRAMMAR = {
     "typescript": "typescript", "javascript": "javascript", "go": "go", "rust": "rust", "java": "java",
     "c": "c", "cpp": "cpp",

@@ -83,11 +83,8 @@ def probe(
         # past, so a scope's own finer chunks do not crowd out what it withheld.
         top_k = PROBE_TOP_K + sum(1 for r in recalled_ids if r.startswith("chunk:"))
         hits = scorer.search(terms, RecallFilter(project=None, all_versions=True), top_k=top_k)
-        found = 0
-        for row in _provenance(store, [h.chunk_id for h in hits if f"chunk:{h.chunk_id}" not in recalled_ids]):
-            if found == PROBE_TOP_K:
-                break
-            found += 1
+        unrecalled = [h.chunk_id for h in hits if f"chunk:{h.chunk_id}" not in recalled_ids][:PROBE_TOP_K]
+        for row in _provenance(store, unrecalled):
             candidate_id = f"chunk:{row['id']}"
             if candidate_id in rejected:
                 continue
@@ -166,17 +163,24 @@ def _provenance(store: Store, chunk_ids: list[int]) -> list[dict[str, Any]]:
     return sorted((dict(r) for r in rows), key=lambda r: order[int(r["id"])])
 
 
+def place_withheld(path: str, source: Source, scope: RetrievalScope) -> tuple[Stage, str] | None:
+    """Why the scope's masks keep a workspace file's chunks out of recall whatever their time:
+    a path outside its prefixes, or a denied source (``None``: they do not)."""
+    if scope.path_prefixes and not under_any(path, scope.path_prefixes):
+        return Stage.OUT_OF_SCOPE, f"path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
+    if source in WORKSPACE_SOURCES and not scope.admits_source(source):
+        return Stage.DENIED_SOURCE, f"source {source.value} is denied in this scope"
+    return None
+
+
 def _why_withheld(row: dict[str, Any], scope: RetrievalScope, window: TimeWindow) -> tuple[Stage, str] | None:
     if scope.branch is not None and row["branch"] != scope.branch:
         return Stage.OUT_OF_SCOPE, f"branch {row['branch'] or '-'} is outside the scope (branch {scope.branch})"
     if scope.workspace_root is not None and row["root"] != scope.workspace_root:
         return Stage.OUT_OF_SCOPE, f"workspace {row['root']} is outside the scope"
-    path = str(row["path"])
-    if scope.path_prefixes and not under_any(path, scope.path_prefixes):
-        return Stage.OUT_OF_SCOPE, f"path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
-    source = Source(str(row["source"]))
-    if source in WORKSPACE_SOURCES and not scope.admits_source(source):
-        return Stage.DENIED_SOURCE, f"source {source.value} is denied in this scope"
+    verdict = place_withheld(str(row["path"]), Source(str(row["source"])), scope)
+    if verdict is not None:
+        return verdict
     valid_from = from_micros(int(row["valid_from"]))
     valid_to = None if row["valid_to"] is None else from_micros(int(row["valid_to"]))
     as_of_given = reads_the_past(scope)

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 
 from scopelens.core.clock import when
 from scopelens.core.contracts import SCORE_COMPONENTS, AuditSnapshot, Contract, SnapshotItem
-from scopelens.core.pathmatch import under_any
-from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX
+from scopelens.core.pipeline.probe import OTHER_PROJECTS_PREFIX, place_withheld
 from scopelens.core.pipeline.rerank import WEIGHTS
 from scopelens.core.record import facts
 from scopelens.core.store.store import Store
@@ -84,6 +83,9 @@ class FindingContext:
     session_id: str
     project: str
     findings: list[Finding] = field(default_factory=list)
+    overlap_places: dict[str, tuple[str, Source]] = field(default_factory=dict)
+    """source_ref -> (path, source) of the workspace files selected on word overlap alone: a
+    later scope's masks may keep those out (a log or an event has no such place)."""
     _said: set[tuple[str, str, str]] = field(default_factory=set)
 
     def add(self, finding: Finding, *, once: bool = False) -> None:
@@ -144,6 +146,8 @@ def _similarity(snapshot: AuditSnapshot, ctx: FindingContext) -> None:
             snapshot_id=snapshot.id, source_ref=item.source_ref, citation_id=item.citation_id,
             stage=Stage.SELECTED,
         ))
+        if item.path and item.source in WORKSPACE_SOURCES:
+            ctx.overlap_places[item.source_ref] = (item.path, item.source)
     earlier = [
         f for f in ctx.findings
         if f.kind == FindingKind.SIMILARITY_POLLUTION and f.outcome == Outcome.OCCURRED and f.snapshot_id != snapshot.id
@@ -156,9 +160,9 @@ def _similarity(snapshot: AuditSnapshot, ctx: FindingContext) -> None:
         if ref in rejected:
             stage = rejected[ref].stage
             why = f"withheld at {stage.value} ({rejected[ref].reason})"
-        elif snapshot.scope.path_prefixes and not under_any(ref.rsplit(":", 1)[0], snapshot.scope.path_prefixes):
-            stage = Stage.OUT_OF_SCOPE
-            why = f"outside the scope's path prefixes ({', '.join(snapshot.scope.path_prefixes)}), never searched"
+        elif (place := ctx.overlap_places.get(ref)) and (kept_out := place_withheld(*place, snapshot.scope)):
+            stage, reason = kept_out
+            why = f"{reason}, never searched"
         else:
             stage = Stage.NOT_RECALLED
             why = "not recalled under this scope"

@@ -357,3 +357,28 @@ def test_why_not_a_typescript_symbol_follows_its_definition_past_the_rows_that_m
     assert "best chunks kept of its file" in answer.summary
     assert "rows that mention it: test-output.log:1-14 cited" in answer.summary
     assert shown.stage == Stage.CITED and shown.source_ref == "src/auth/session.ts:15-23"
+
+
+def test_a_look_alike_log_is_never_said_to_be_outside_a_later_scopes_path_prefixes(all_samples):
+    """Path prefixes confine workspace files, not a tool's output named by a bare name: a log
+    selected on word overlap and not selected under a prefixed scope later was not recalled;
+    it was never 'outside the scope's path prefixes'. A file is (rbac.ts, turn 3)."""
+    from scopelens.core.record.findings import FindingContext, _similarity
+    from scopelens.core.vocab import Stage
+
+    db, results = all_samples
+    store = Store.open(db)
+    try:
+        later = store.get_snapshot("snap-auth-role-mock-0003").snapshot  # prefixes (tests/auth), no log shown
+    finally:
+        store.close()
+    assert later.scope.path_prefixes and all(i.source_ref != "test-output.log:1-14" for i in later.selected)
+    ctx = FindingContext("auth-role-mock", "s-auth-role-mock-0001", "web-app")
+    ctx.add(ctx.make(FindingKind.SIMILARITY_POLLUTION, Outcome.OCCURRED, 2, "look-alike",
+                     snapshot_id="snap-auth-role-mock-0001", source_ref="test-output.log:1-14", stage=Stage.SELECTED))
+    _similarity(later, ctx)
+    prevented = [f for f in ctx.findings if f.outcome == Outcome.PREVENTED]
+    assert [(f.source_ref, f.stage) for f in prevented] == [("test-output.log:1-14", Stage.NOT_RECALLED)]
+    rbac = next(f for f in results["auth-role-mock"].findings
+                if f.outcome == Outcome.PREVENTED and f.source_ref == "src/admin/rbac.ts:10-12")
+    assert rbac.stage == Stage.OUT_OF_SCOPE and "never searched" in rbac.explanation

@@ -40,15 +40,16 @@ PROJECT = "stdlib"
 QUICK_FILES = 150
 
 
-def build_workspace(dest: Path, quick: bool) -> int:
-    """Copy the standard library's .py files (no site-packages) into ``dest``."""
+def build_workspace(dest: Path, quick: bool, limit: int | None = None) -> int:
+    """Copy the standard library's .py files (no site-packages) into ``dest``: the first
+    ``limit`` (sorted) if given, else ``QUICK_FILES`` with ``quick``, else all."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     files = sorted(
         p for p in stdlib.rglob("*.py")
         if "site-packages" not in p.parts and "__pycache__" not in p.parts and p.is_file()
     )
-    if quick:
-        files = files[:QUICK_FILES]
+    if limit is not None or quick:
+        files = files[: limit if limit is not None else QUICK_FILES]
     for path in files:
         target = dest / path.relative_to(stdlib)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "store_commands",
     "migrate": "store_commands",
     "index": "index_commands",
+    "compact": "index_commands",
     "search": "index_commands",
     "retrieve": "retrieve_commands",
     "memory": "retrieve_commands",

@@ -36,6 +36,7 @@ from sqlmodel import Session, col, select
 
 from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import IndexChangedError, UnreadableFileError
+from scopelens.core.index.compaction import compact_line
 from scopelens.core.index.languages import language_of
 from scopelens.core.index.prepare import PreparedDocument, prepare_all, prepare_document
 from scopelens.core.index.report import IndexReport, index_version
@@ -66,6 +67,7 @@ def index_workspace(
     progress: Progress | None = None,
     workers: int | None = None,
     rehash: bool = False,
+    compact: bool = True,
 ) -> IndexReport:
     """Index ``root`` for ``project``/``branch``; only new and changed files are processed.
 
@@ -79,6 +81,9 @@ def index_workspace(
 
     Runs may overlap (two ``scopelens index`` at once): the second waits for the first's
     index-run lock, then diffs against what the first wrote.
+
+    After a run that wrote something, the small segments of its line are merged by size tiers
+    (``compaction.compact_line``; ``compact=False`` leaves them, for tests of segments).
     """
     if not root.is_dir():
         raise UnreadableFileError(f"cannot index {root}: not a directory")
@@ -115,7 +120,15 @@ def index_workspace(
             record_mtimes(store, diff.refreshed)
             return report  # every pending file turned out unchanged when read again
         writer.finish(to_micros(clock.now()))
+        if compact:
+            _compact_after(store, report)
     return report
+
+
+def _compact_after(store: Store, report: IndexReport) -> None:
+    """Merge the small segments of the run's line (under the run's lock, after its commit)."""
+    done = compact_line(store, report.project, report.branch, report.root)
+    report.segments_merged = done.segments_before - done.segments_after
 
 
 RACY_NS = 2_000_000_000
@@ -311,6 +324,8 @@ def write_run(
     prepared: list[PreparedDocument],
     live: dict[str, LiveDocument],
     now: datetime,
+    *,
+    compact: bool = True,
 ) -> int:
     """Write one run of documents prepared against ``live`` (for benchmarks and tests: what
     ``index_workspace`` writes, without walking a workspace). The report's lists say what the
@@ -334,7 +349,10 @@ def write_run(
         writer = RunWriter(store, report, live)
         for segment in _segments(documents):
             writer.write_segment(segment)
-        return writer.finish(to_micros(now))
+        run_id = writer.finish(to_micros(now))
+        if compact:
+            _compact_after(store, report)
+        return run_id
 
 
 def _root_indexed(conn: Session, report: IndexReport) -> bool:

@@ -37,6 +37,8 @@ class IndexReport:
     ignored: int = 0
     git_commit: str | None = None
     git_dirty: bool | None = None
+    segments_merged: int = 0
+    """Index segments of the run's line merged into fewer after it (``compaction.py``)."""
 
     @property
     def index_version(self) -> str:

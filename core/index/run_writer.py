@@ -65,7 +65,7 @@ _CHUNK_COLUMNS = (
     "id", "run_id", "document_id", "ordinal", "path", "start_line", "end_line", "kind", "symbol",
     "token_count", "text",
 )
-_POSTING_COLUMNS = ("segment_id", "term", "chunk_ids", "tfs")
+POSTING_COLUMNS = ("segment_id", "term", "chunk_ids", "tfs")
 
 
 @dataclass
@@ -113,14 +113,14 @@ class RunWriter:
             assert segment.id is not None
             document_ids = range(self.next_document, self.next_document + len(documents))
             chunks = _chunk_rows(documents, document_ids, self.run_id, chunk_lo)
-            _insert_many(connection, table_of(IndexChunkRow), _CHUNK_COLUMNS, chunks)
+            insert_many(connection, table_of(IndexChunkRow), _CHUNK_COLUMNS, chunks)
             packed = PackedPostings.from_counts([document.terms for document in documents])
             if driver is not None:
-                batches = packed.value_batches(segment.id, _rows_per_statement(driver, _POSTING_COLUMNS))
-                _execute_batches(driver, table_of(IndexPostingRow), _POSTING_COLUMNS, batches)
+                batches = packed.value_batches(segment.id, _rows_per_statement(driver, POSTING_COLUMNS))
+                _execute_batches(driver, table_of(IndexPostingRow), POSTING_COLUMNS, batches)
             else:
                 rows = ((segment.id, term, ids, tfs) for term, ids, tfs in packed.postings())
-                _insert_many(connection, table_of(IndexPostingRow), _POSTING_COLUMNS, rows)
+                insert_many(connection, table_of(IndexPostingRow), POSTING_COLUMNS, rows)
         self.next_chunk, self.next_document = chunk_hi, self.next_document + len(documents)
         self.report.chunks += chunk_hi - chunk_lo
         self.report.redactions += sum(document.redactions.count(b'"kind"') for document in documents)
@@ -146,7 +146,7 @@ class RunWriter:
                     .values(valid_to=now_us)
                 )
             rows = ((*row[:10], now_us, *row[10:]) for row in self.documents)
-            _insert_many(conn.connection(), table_of(IndexDocumentRow), _DOCUMENT_COLUMNS, rows)
+            insert_many(conn.connection(), table_of(IndexDocumentRow), _DOCUMENT_COLUMNS, rows)
             _update_mtimes(conn, self.refreshed)
             conn.execute(
                 update(IndexRunRow)
@@ -275,7 +275,7 @@ def _sqlite_driver(connection: Connection) -> sqlite3.Connection | None:
     return driver if isinstance(driver, sqlite3.Connection) else None
 
 
-def _insert_many(
+def insert_many(
     connection: Connection, table: Table, columns: Sequence[str], rows: Iterable[tuple[Any, ...]]
 ) -> None:
     """Insert plain tuples: on SQLite through ``_execute_batches``, on PostgreSQL through ``COPY``

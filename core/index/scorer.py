@@ -119,17 +119,33 @@ class _Segment:
     """The run's chunk paths, in chunk-id order (sorted)."""
     symbols: list[str | None] = field(default_factory=list)
     """The run's chunk symbols (``Class.method``), in chunk-id order."""
-    parts: list[tuple[int, int]] = field(default_factory=list)
-    """``(index segment id, its first chunk's offset in the run)`` of each index segment the
-    run's postings were written in, in chunk order (``core/index/run_writer.py``)."""
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One index segment: the postings of chunks ``lo..hi-1`` written (or merged) together.
+
+    A run writes one per batch of files (``core/index/run_writer.py``); compaction merges
+    those of consecutive runs (``core/index/compaction.py``), so a part may span runs."""
+
+    id: int
+    lo: int
+    hi: int
+    base: int | None
+    """View position of chunk ``lo`` when the part's chunks are consecutive positions of the
+    view (then a chunk id maps to ``id - lo + base``); ``None``: looked up by id."""
 
 
 @dataclass
 class _View:
     """Arrays over every chunk of one project (or of all projects, for ``None``)."""
 
-    key: int
+    key: tuple[int, int]
+    """(newest finished run, newest index segment of a finished run): a new run or a
+    compaction makes a new view."""
     segments: list[_Segment]
+    parts: list[_Part]
+    """Every index segment of the view's runs, by ``lo``."""
     chunk_ids: np.ndarray
     valid_from: np.ndarray
     valid_to: np.ndarray
@@ -151,6 +167,8 @@ class _View:
     """Path ranges per (segments, path prefixes): see ``Scorer._ranges``."""
     live_paths: dict[tuple[object, ...], tuple[str, ...]] = field(default_factory=dict)
     """Distinct live paths per scope: see ``Scorer.live_paths``."""
+    chosen_parts: dict[tuple[int, ...], tuple[list[_Part], bool]] = field(default_factory=dict)
+    """Per set of runs: the parts holding their chunks, and whether those parts overlap."""
 
 
 @dataclass
@@ -247,6 +265,18 @@ def _accumulate(scores: np.ndarray, positions: list[np.ndarray], values: list[np
     values.clear()
 
 
+def _parts(rows: Sequence[tuple[int, int, int]], chunk_ids: np.ndarray) -> list[_Part]:
+    """The view's index segments from ``(id, chunk_lo, chunk_hi)`` rows (ordered by ``chunk_lo``)."""
+    parts = []
+    for part_id, lo, hi in rows:
+        base: int | None = int(np.searchsorted(chunk_ids, lo))
+        last = base + (hi - lo) - 1  # type: ignore[operator]
+        if hi <= lo or last >= len(chunk_ids) or chunk_ids[base] != lo or chunk_ids[last] != hi - 1:
+            base = None
+        parts.append(_Part(int(part_id), int(lo), int(hi), base))
+    return parts
+
+
 def _places_at(view: _View, positions: list[int]) -> list[tuple[str, str | None, str]]:
     """The path, symbol and root of each view position (segments are in ascending ``local_start`` order)."""
     starts = [segment.local_start for segment in view.segments]
@@ -294,24 +324,37 @@ class Scorer:
 
     # ------------------------------------------------------------------ loading
 
-    def _current_key(self, project: str | None) -> int:
+    def _current_key(self, project: str | None) -> tuple[int, int]:
         key = self._probe_key(project)
         if key is not None:
             return key
-        statement = select(func.coalesce(func.max(col(IndexRunRow.id)), 0)).where(col(IndexRunRow.finished_at).is_not(None))
+        finished = col(IndexRunRow.finished_at).is_not(None)
+        runs = select(func.coalesce(func.max(col(IndexRunRow.id)), 0)).where(finished)
+        parts = (
+            select(func.coalesce(func.max(col(IndexSegmentRow.id)), 0))
+            .join(IndexRunRow, col(IndexRunRow.id) == col(IndexSegmentRow.run_id))
+            .where(finished)
+        )
         if project is not None:
-            statement = statement.where(col(IndexRunRow.project) == project)
+            runs = runs.where(col(IndexRunRow.project) == project)
+            parts = parts.where(col(IndexRunRow.project) == project)
         with self.store.read() as conn:
-            return int(conn.execute(statement).scalar_one())
+            return int(conn.execute(runs).scalar_one()), int(conn.execute(parts).scalar_one())
 
-    def _probe_key(self, project: str | None) -> int | None:
-        """The newest run id through the long-lived read-only SQLite connection, if any.
+    def _probe_key(self, project: str | None) -> tuple[int, int] | None:
+        """The view key through the long-lived read-only SQLite connection, if any.
 
         ``None`` when the store is not a SQLite file or the probe fails; the caller then asks
         through the engine, which reports errors properly.
         """
         if self._probe_uri is None:
             return None
+        where = "" if project is None else " AND r.project = ?"
+        sql = (
+            "SELECT (SELECT coalesce(max(r.id), 0) FROM index_runs r WHERE r.finished_at IS NOT NULL" + where + "), "
+            "(SELECT coalesce(max(s.id), 0) FROM index_segments s JOIN index_runs r ON r.id = s.run_id "
+            "WHERE r.finished_at IS NOT NULL" + where + ")"
+        )
         with self._probe_lock:
             try:
                 if self._probe is None:
@@ -323,18 +366,10 @@ class Scorer:
                         check_same_thread=False,
                     )
                     weakref.finalize(self, self._probe.close)
-                if project is None:
-                    rows = self._probe.execute(
-                        "SELECT coalesce(max(id), 0) FROM index_runs WHERE finished_at IS NOT NULL"
-                    ).fetchall()
-                else:
-                    rows = self._probe.execute(
-                        "SELECT coalesce(max(id), 0) FROM index_runs WHERE finished_at IS NOT NULL AND project = ?",
-                        (project,),
-                    ).fetchall()
+                rows = self._probe.execute(sql, () if project is None else (project, project)).fetchall()
             except sqlite3.Error:
                 return None
-        return int(rows[0][0])
+        return int(rows[0][0]), int(rows[0][1])
 
     def _view(self, project: str | None) -> _View:
         key = self._current_key(project)
@@ -345,15 +380,15 @@ class Scorer:
         self._views[project] = view
         return view
 
-    def _load_view(self, project: str | None, key: int) -> _View:
+    def _load_view(self, project: str | None, key: tuple[int, int]) -> _View:
         # Finished runs only (a run is invisible until its final commit, see run_writer.py);
         # their chunks are those with a document row.
         runs_query = select(IndexRunRow).where(col(IndexRunRow.finished_at).is_not(None)).order_by(col(IndexRunRow.id))
         parts_query = (
-            sa_select(col(IndexSegmentRow.run_id), col(IndexSegmentRow.id), col(IndexSegmentRow.chunk_lo))
+            sa_select(col(IndexSegmentRow.id), col(IndexSegmentRow.chunk_lo), col(IndexSegmentRow.chunk_hi))
             .join(IndexRunRow, col(IndexRunRow.id) == col(IndexSegmentRow.run_id))
             .where(col(IndexRunRow.finished_at).is_not(None))
-            .order_by(col(IndexSegmentRow.run_id), col(IndexSegmentRow.chunk_lo))
+            .order_by(col(IndexSegmentRow.chunk_lo))
         )
         chunk_query = (
             sa_select(
@@ -383,37 +418,26 @@ class Scorer:
         valid_to = np.fromiter((FOREVER if r[5] is None else r[5] for r in rows), dtype=np.int64, count=n)
         source = np.fromiter((SOURCE_CODES[Source(r[6])] for r in rows), dtype=np.int8, count=n)
         length = np.fromiter((r[3] for r in rows), dtype=np.float32, count=n)
-        lo_of = {int(run.id or 0): run.chunk_lo for run in runs}
-        parts_of: dict[int, list[tuple[int, int]]] = {}
-        for run_id, segment_id, chunk_lo in parts:
-            parts_of.setdefault(int(run_id), []).append((int(segment_id), int(chunk_lo) - lo_of[int(run_id)]))
         segments: list[_Segment] = []
         position = 0
         for run in runs:
             size = run.chunk_hi - run.chunk_lo
             paths = [r[2] for r in rows[position : position + size]]
             symbols = [r[7] for r in rows[position : position + size]]
-            run_id = int(run.id or 0)
-            segments.append(
-                _Segment(run_id, run.branch, run.root, run.chunk_lo, position, paths, symbols, parts_of.get(run_id, []))
-            )
+            segments.append(_Segment(int(run.id or 0), run.branch, run.root, run.chunk_lo, position, paths, symbols))
             position += size
-        return _View(key, segments, chunk_ids, valid_from, valid_to, source, length)
+        return _View(key, segments, _parts(parts, chunk_ids), chunk_ids, valid_from, valid_to, source, length)
 
-    def _load_postings(self, segments: Iterable[_Segment], terms: Iterable[str]) -> None:
-        """Cache each run's postings of ``terms``: the rows of its index segments, their
-        offsets moved to the run's, one after another (so still ascending)."""
-        runs = {segment.run_id: segment for segment in segments}
-        wanted = [(r, t) for r in runs for t in terms if (r, t) not in self._postings]
+    def _load_postings(self, parts: Iterable[_Part], terms: Iterable[str]) -> None:
+        """Cache each index segment's postings of ``terms``, as chunk ids (ascending) and tfs."""
+        wanted = [(p.id, p.lo, t) for p in parts for t in terms if (p.id, t) not in self._postings]
         if not wanted:
             return
         if len(self._postings) > POSTINGS_CACHE_LIMIT:
             self._postings.clear()
-        want_runs = sorted({r for r, _ in wanted})
-        want_terms = sorted({t for _, t in wanted})
-        part_of = {part: (run_id, base) for run_id in want_runs for part, base in runs[run_id].parts}
-        want_parts = sorted(part_of)
-        found: dict[tuple[int, str], list[tuple[int, np.ndarray, np.ndarray]]] = {}
+        lo_of = {part_id: lo for part_id, lo, _ in wanted}
+        want_parts = sorted(lo_of)
+        want_terms = sorted({t for _, _, t in wanted})
         with self.store.read() as conn:
             for batch_start in range(0, len(want_terms), 500):
                 batch = want_terms[batch_start : batch_start + 500]
@@ -428,20 +452,13 @@ class Scorer:
                     .where(col(IndexPostingRow.segment_id).in_(want_parts))
                 )
                 for segment_id, term, ids, tfs in rows:
-                    run_id, base = part_of[int(segment_id)]
-                    offsets = np.frombuffer(as_bytes(ids), dtype="<u4").astype(np.int64)
-                    offsets += base
-                    found.setdefault((run_id, term), []).append(
-                        (base, offsets, np.frombuffer(as_bytes(tfs), dtype="<u2").astype(np.float32))
+                    chunk_ids = np.frombuffer(as_bytes(ids), dtype="<u4").astype(np.int64)
+                    chunk_ids += lo_of[int(segment_id)]
+                    self._postings[(int(segment_id), term)] = (
+                        chunk_ids, np.frombuffer(as_bytes(tfs), dtype="<u2").astype(np.float32)
                     )
-        for key in wanted:
-            pieces = sorted(found.get(key, ()), key=lambda piece: piece[0])
-            if not pieces:
-                self._postings[key] = None
-            elif len(pieces) == 1:
-                self._postings[key] = pieces[0][1:]
-            else:
-                self._postings[key] = (np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces]))
+        for part_id, _lo, term in wanted:
+            self._postings.setdefault((part_id, term), None)
 
     # ------------------------------------------------------------------ scoring
 
@@ -656,9 +673,10 @@ class Scorer:
                     other.clear()
                 view.cached_terms = view.dense_bytes = 0
                 missing = list(weights)
-            self._load_postings(segments, missing)
+            parts, overlapping = self._chosen_parts(view, segments)
+            self._load_postings(parts, missing)
             for term in missing:
-                cache[term] = self._term(segments, live, total, norm, term)
+                cache[term] = self._term(view, parts, overlapping, live, total, norm, term)
             view.cached_terms += len(missing)
         return [
             (entry, weight)
@@ -667,26 +685,59 @@ class Scorer:
         ]
 
     def _term(
-        self, segments: list[_Segment], live: np.ndarray, total: int, norm: np.ndarray, term: str
+        self,
+        view: _View,
+        parts: list[_Part],
+        overlapping: bool,
+        live: np.ndarray,
+        total: int,
+        norm: np.ndarray,
+        term: str,
     ) -> _Term | None:
-        parts = []
-        for segment in segments:
-            postings = self._postings.get((segment.run_id, term))
+        pieces = []
+        for part in parts:
+            postings = self._postings.get((part.id, term))
             if postings is not None:
-                offsets, tfs = postings
-                positions = offsets + segment.local_start
+                chunk_ids, tfs = postings
+                if part.base is not None:
+                    positions = chunk_ids - (part.lo - part.base)
+                else:
+                    positions = np.searchsorted(view.chunk_ids, chunk_ids)
                 keep = live[positions]
-                parts.append((positions[keep], tfs[keep]))
-        df = sum(len(p) for p, _ in parts)
+                pieces.append((positions[keep], tfs[keep]))
+        df = sum(len(p) for p, _ in pieces)
         if df == 0:
             return None
         idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
         if idf <= 0.0:
             return None
-        positions = np.concatenate([p for p, _ in parts]) if len(parts) > 1 else parts[0][0]
-        tf = np.concatenate([t for _, t in parts]) if len(parts) > 1 else parts[0][1]
+        positions = np.concatenate([p for p, _ in pieces]) if len(pieces) > 1 else pieces[0][0]
+        tf = np.concatenate([t for _, t in pieces]) if len(pieces) > 1 else pieces[0][1]
+        if overlapping:  # parts of different branches or roots interleave: positions ascend again
+            order = np.argsort(positions, kind="stable")
+            positions, tf = positions[order], tf[order]
         denominator = tf + norm[positions]
         return _Term(idf, positions, tf, denominator, idf * tf * _K1_PLUS_1 / denominator)
+
+    @staticmethod
+    def _chosen_parts(view: _View, segments: list[_Segment]) -> tuple[list[_Part], bool]:
+        """The index segments holding the chunks of ``segments`` (runs), by ``lo``, and whether
+        any two of them overlap (merged parts of one line can span runs of another)."""
+        key = tuple(segment.run_id for segment in segments)
+        cached = view.chosen_parts.get(key)
+        if cached is None:
+            los = np.fromiter((part.lo for part in view.parts), dtype=np.int64, count=len(view.parts))
+            his = np.fromiter((part.hi for part in view.parts), dtype=np.int64, count=len(view.parts))
+            hit = np.zeros(len(view.parts), dtype=bool)
+            for segment in segments:  # parts overlapping the run's chunk ids [lo, lo + size)
+                hit |= (los < segment.lo + len(segment.paths)) & (his > segment.lo)
+            chosen = np.flatnonzero(hit).tolist()
+            parts = [view.parts[k] for k in chosen]
+            overlapping = bool(len(chosen) > 1 and np.any(los[chosen][1:] < np.maximum.accumulate(his[chosen])[:-1]))
+            if len(view.chosen_parts) > 1024:
+                view.chosen_parts.clear()
+            cached = view.chosen_parts[key] = (parts, overlapping)
+        return cached
 
     def _stats(
         self, view: _View, segments: list[_Segment], flt: RecallFilter

@@ -87,6 +87,7 @@ def store(tmp_path_factory) -> dict[str, str]:
 RUNS: dict[str, list[str]] = {
     "index": ["index", "{workspace}", "--project", "alpha", "--branch", "main"],
     "search": ["search", "admin role mock", "--project", "alpha"],
+    "compact": ["compact"],
     "retrieve": ["retrieve", "--project", "alpha", "--intent", "{intent}", "--session", "{session}"],
     "memory list": ["memory", "list"],
     "memory export": ["memory", "export"],

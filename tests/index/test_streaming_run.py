@@ -63,10 +63,12 @@ def one_file_segments(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_segments_change_no_search_result(tmp_path: Path, store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same workspace indexed as one segment (SQLite) and as a segment per file (the
-    backend under test), then changed and indexed again: same chunks, same hits, same scores."""
+    """The same workspace indexed as one segment (SQLite), as a segment per file (the backend
+    under test) and as a segment per file merged after each run, then changed and indexed
+    again: same chunks, same hits, same scores."""
     whole = Store.open(str(tmp_path / "whole.db"), create=True)
     split = Store.open(store_url, create=True)
+    merged = Store.open(str(tmp_path / "merged.db"), create=True)
     try:
         root = tmp_path / "ws"
         for version in (1, 2):
@@ -74,13 +76,16 @@ def test_segments_change_no_search_result(tmp_path: Path, store_url: str, monkey
             index_workspace(whole, root, project="alpha", workers=0)
             with monkeypatch.context() as patch:
                 patch.setattr(indexer, "SEGMENT_BYTES", 1)
-                index_workspace(split, root, project="alpha", workers=0)
+                index_workspace(split, root, project="alpha", workers=0, compact=False)
+                index_workspace(merged, root, project="alpha", workers=0)
             assert split.count(IndexSegmentRow) > 2 * whole.count(IndexSegmentRow)
-            assert _hits(split) == _hits(whole)
+            assert merged.count(IndexSegmentRow) < split.count(IndexSegmentRow)
+            assert _hits(split) == _hits(whole) == _hits(merged)
             assert all(_hits(whole).values())
     finally:
         whole.close()
         split.close()
+        merged.close()
 
 
 class _Interrupted(Exception):

@@ -31,17 +31,12 @@ from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import from_micros
 from scopelens.core.memory import all_current_memories
 from scopelens.core.pathmatch import under_any
-from scopelens.core.pipeline.policy import Policy
 from scopelens.core.pipeline.recall import (
-    SessionPool,
-    SessionPoolEntry,
     TimeWindow,
-    project_sessions,
-    read_events,
     reads_the_past,
-    session_withheld,
     workspace_filter,
 )
+from scopelens.core.pipeline.session_records import Withheld, session_records
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.vocab import WORKSPACE_SOURCES, Source, Stage
@@ -76,7 +71,7 @@ def probe(
     memory_probed: set[tuple[tuple[str, float], ...]] = set()
     """Term lists already probed against memory: sub-queries usually share their terms, and
     each probe reads and scores every memory version of every project."""
-    withheld_sessions: list[SessionPoolEntry] | None = None
+    withheld_sessions: Withheld | None = None
     for sub_query in sub_queries:
         terms = [(t.term, t.weight) for t in sub_query.terms]
         # The best PROBE_TOP_K hits that recall did not return: recalled chunks are searched
@@ -102,8 +97,8 @@ def probe(
         session_sources = frozenset(sub_query.sources) & SESSION_SOURCES
         if session_sources:
             if withheld_sessions is None:
-                withheld_sessions = _withheld_session_pool(store, scope, window)
-            for item in _session_probe(withheld_sessions, session_sources, terms):
+                withheld_sessions = session_records(store, scorer).withheld(scope, window)
+            for item in withheld_sessions.hits(session_sources, terms, PROBE_TOP_K):
                 if item.candidate_id not in recalled_ids:
                     rejected.setdefault(item.candidate_id, item)
     for item in _denied_source_probe(store, scorer, list(sub_queries), scope, window, recalled_ids):
@@ -221,40 +216,6 @@ def _memory_probe(
             )
         )
     return items
-
-
-def _withheld_session_pool(store: Store, scope: RetrievalScope, window: TimeWindow) -> list[SessionPoolEntry]:
-    """The project's session events and artifacts that the scope withholds, with the reason.
-
-    Reads the events of withheld sessions, and of the admitted one only when path prefixes
-    may withhold some of its artifacts. Other projects' sessions are not probed.
-    """
-    sessions = project_sessions(store, scope.project)
-    reasons = {s.id: session_withheld(s, scope) for s in sessions}
-    to_read = [sid for sid, reason in reasons.items() if reason is not None or scope.path_prefixes]
-    withheld = {sid: reason for sid, reason in reasons.items() if reason is not None}
-    # The policy's visibility does not matter here: a probe rejection carries no text.
-    pool = SessionPool(store, Policy())
-    return pool.candidates(read_events(store, to_read), SESSION_SOURCES, scope, window, withheld, withheld=True)
-
-
-def _session_probe(
-    pool: list[SessionPoolEntry], sources: frozenset[Source], terms: list[tuple[str, float]]
-) -> list[RejectedItem]:
-    entries = [(candidate, reason) for candidate, reason in pool if candidate.source in sources]
-    scores = bm25_scores(terms, [candidate.text for candidate, _ in entries])
-    ranked = sorted(
-        ((s, c, r) for s, (c, r) in zip(scores, entries, strict=True) if s > 0), key=lambda t: (-t[0], t[1].id)
-    )[:PROBE_TOP_K]
-    return [
-        RejectedItem(
-            candidate_id=candidate.id, source=candidate.source, source_ref=candidate.source_ref,
-            source_version=candidate.source_version, path=candidate.path, line_start=candidate.line_start,
-            line_end=candidate.line_end, stage=Stage.OUT_OF_SCOPE, reason=reason, from_probe=True,
-        )
-        for _score, candidate, reason in ranked
-        if reason is not None
-    ]
 
 
 def _item(candidate_id: str, row: dict[str, Any], stage: Stage, reason: str) -> RejectedItem:

@@ -405,14 +405,14 @@ def session_withheld(session: SessionInfo, scope: RetrievalScope) -> str | None:
     return None
 
 
-def artifact_withheld(ref: ArtifactRef, scope: RetrievalScope) -> str | None:
+def artifact_withheld(name: str, scope: RetrievalScope) -> str | None:
     """Why the scope's path prefixes keep an artifact out (``None``: they do not).
 
     An artifact named by a workspace path (it has a directory part: ``ops/deploy.log``) is
     confined by the prefixes like a file; a bare name (``test-output.log``) names the tool's
     output itself, which belongs to the session, not to a place in the workspace.
     """
-    if scope.path_prefixes and "/" in ref.name and not under_any(ref.name, scope.path_prefixes):
+    if scope.path_prefixes and "/" in name and not under_any(name, scope.path_prefixes):
         return f"artifact path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
     return None
 
@@ -459,13 +459,10 @@ class SessionPool:
             if not window.admits(event.created_at):
                 continue
             session_reason = session_reasons.get(event.session_id)
-            refs = (
-                [ArtifactRef.model_validate(ref) for ref in event.payload.get("artifacts", [])]
-                if event.type == EventType.TOOL_FINISHED else []
-            )
-            artifact_reasons = [session_reason or artifact_withheld(ref, scope) for ref in refs]
+            refs = artifact_refs(event)
+            artifact_reasons = [session_reason or artifact_withheld(ref.name, scope) for ref in refs]
             if Source.SESSION_EVENT in sources:
-                text = _event_text(event)
+                text = event_text(event)
                 previewed = next(
                     (f"previews artifact {ref.name}: {reason}" for ref, reason in zip(refs, artifact_reasons, strict=True)
                      if reason is not None),
@@ -503,47 +500,64 @@ class SessionPool:
 
     def _artifact_candidates(self, event: Event, ref: ArtifactRef, scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
         if ref.blob not in self._blobs:
-            try:
-                self._blobs[ref.blob] = self.store.get_blob(ref.blob).decode("utf-8", errors="replace")
-            except UnknownIdError:
-                # Recalling around a hole would record a snapshot of a damaged store as if whole.
-                raise IntegrityError(
-                    f"artifact {ref.name!r} of session {event.session_id} event #{event.seq} is missing from the store "
-                    f"(blob {ref.blob[:12]}…): run `scopelens verify`"
-                ) from None
-        text = self._blobs[ref.blob]
-        lines = text.splitlines()
+            self._blobs[ref.blob] = artifact_text(self.store, event, ref)
         visibility = self.policy.rules_for(ref.name).visibility
-        candidates = []
-        for start in range(0, max(len(lines), 1), ARTIFACT_WINDOW_LINES):
-            window_lines = lines[start : start + ARTIFACT_WINDOW_LINES]
-            if not any(line.strip() for line in window_lines):
-                continue
-            first, last = start + 1, start + len(window_lines)
-            candidates.append(
-                Candidate(
-                    id=f"artifact:{ref.blob[:16]}:{first}-{last}",
-                    source=Source.ARTIFACT,
-                    source_ref=f"{ref.name}:{first}-{last}",
-                    source_version=ref.blob,
-                    path=ref.name,
-                    line_start=first,
-                    line_end=last,
-                    project=scope.project,
-                    branch=scope.branch,
-                    captured_at=event.created_at,
-                    valid_as_of=window.as_of,
-                    text="\n".join(window_lines),
-                    evidence_kind=ref.evidence_kind,
-                    visibility=visibility,
-                    trust=Trust.UNTRUSTED_OBSERVATION,
-                    authority=SOURCE_AUTHORITY[Source.ARTIFACT],
-                )
+        return [
+            Candidate(
+                id=f"artifact:{ref.blob[:16]}:{first}-{last}",
+                source=Source.ARTIFACT,
+                source_ref=f"{ref.name}:{first}-{last}",
+                source_version=ref.blob,
+                path=ref.name,
+                line_start=first,
+                line_end=last,
+                project=scope.project,
+                branch=scope.branch,
+                captured_at=event.created_at,
+                valid_as_of=window.as_of,
+                text=text,
+                evidence_kind=ref.evidence_kind,
+                visibility=visibility,
+                trust=Trust.UNTRUSTED_OBSERVATION,
+                authority=SOURCE_AUTHORITY[Source.ARTIFACT],
             )
-        return candidates
+            for first, last, text in artifact_windows(self._blobs[ref.blob])
+        ]
 
 
-def _event_text(event: Event) -> str:
+def artifact_text(store: Store, event: Event, ref: ArtifactRef) -> str:
+    """An artifact's text (undecodable bytes replaced); a missing blob is an ``IntegrityError``."""
+    try:
+        return store.get_blob(ref.blob).decode("utf-8", errors="replace")
+    except UnknownIdError:
+        # Recalling around a hole would record a snapshot of a damaged store as if whole.
+        raise IntegrityError(
+            f"artifact {ref.name!r} of session {event.session_id} event #{event.seq} is missing from the store "
+            f"(blob {ref.blob[:12]}…): run `scopelens verify`"
+        ) from None
+
+
+def artifact_windows(text: str) -> list[tuple[int, int, str]]:
+    """An artifact's windows of ``ARTIFACT_WINDOW_LINES`` lines that are not blank, as
+    ``(first line, last line, text)`` (1-based): each is one candidate."""
+    lines = text.splitlines()
+    windows = []
+    for start in range(0, max(len(lines), 1), ARTIFACT_WINDOW_LINES):
+        window_lines = lines[start : start + ARTIFACT_WINDOW_LINES]
+        if any(line.strip() for line in window_lines):
+            windows.append((start + 1, start + len(window_lines), "\n".join(window_lines)))
+    return windows
+
+
+def artifact_refs(event: Event) -> list[ArtifactRef]:
+    """The artifacts a ``tool.finished`` event keeps (none for other events)."""
+    if event.type != EventType.TOOL_FINISHED:
+        return []
+    return [ArtifactRef.model_validate(ref) for ref in event.payload.get("artifacts", [])]
+
+
+def event_text(event: Event) -> str:
+    """What an event contributes as evidence: a message's text, a tool's name and output preview."""
     payload = event.payload
     if event.type == EventType.TOOL_FINISHED:
         return f"{payload.get('tool', '')}: {payload.get('output_preview', '')}".strip()

@@ -7,13 +7,17 @@ first ``--files`` .py files of the running Python's standard library, sorted):
 
 * **fresh**: the workspace indexed once;
 * **history**: the same, then ``--runs`` index runs that each change one file (timed, with
-  the end-of-run compaction timed apart), and ``--events`` events (user messages, model
-  responses, tool results) in ``--sessions`` sessions of the project.
+  the end-of-run compaction timed apart), ``--events`` events (user messages, model
+  responses, tool results) in ``--sessions`` sessions of the project, and a second project
+  (``OTHER``, 20 files).
 
 Each store is then asked the same ``--questions`` (a symbol and some prose, as a bug report
 reads), in a process of its own, as a session of the project would ask them (the scope has a
 session, so the session recallers and the probe run), after ``--warmup`` questions; p50 and
-p90 per store, and their ratio. ``--quick`` is a smoke run for CI (small numbers; no target).
+p90 per store, and their ratio. On the history store the questions are asked twice: as they
+are, and with the other project re-indexed (one file changed; not timed) before each
+question, as on a shared store where other teams index (the scope probe looks at every
+project). ``--quick`` is a smoke run for CI (small numbers; no target).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from typing import Any
 from bench.retrieve_latency import PROJECT, build_workspace, questions
 
 SEED = 20261202
+OTHER = "other"
+OTHER_FILES = 20
 TARGET_P50_RATIO = 1.3
 TARGET_COMPACTION_SHARE = 0.10
 WORDS = (
@@ -53,8 +59,9 @@ def build_fresh(store_path: Path, root: Path) -> None:
         index_workspace(store, root, project=PROJECT, clock=clock)
 
 
-def add_history(store_path: Path, root: Path, runs: int, events: int, sessions: int) -> dict[str, Any]:
-    """Small index runs (each changes one file) and session events, into an indexed store."""
+def add_history(store_path: Path, root: Path, runs: int, events: int, sessions: int, other: Path) -> dict[str, Any]:
+    """Small index runs (each changes one file), session events and another project (``other``,
+    indexed once), into an indexed store."""
     from scopelens.core.clock import SequentialIds, SteppingClock
     from scopelens.core.index.compaction import compact_line
     from scopelens.core.index.indexer import index_workspace
@@ -91,45 +98,56 @@ def add_history(store_path: Path, root: Path, runs: int, events: int, sessions: 
                 store.append_event(session, EventType.TOOL_FINISHED, {
                     "call_id": f"c{n}", "tool": "pytest", "exit_code": 1, "output_preview": f"FAILED test_{n}: {words}",
                 })
+        index_workspace(store, other, project=OTHER, clock=clock, workers=0)
     return {"runs": runs, "events": events, "sessions": sessions, "runs_s": round(run_s, 2),
             "compaction_s": round(compaction_s, 3), "compaction_share": round(compaction_s / max(run_s, 1e-9), 4)}
 
 
-def worker(store_path: Path, asked: list[str], warmup: int) -> dict[str, Any]:
-    """Time each question's retrieve in a new session of the project (run in a subprocess)."""
+def worker(store_path: Path, asked: list[str], warmup: int, other: Path | None = None) -> dict[str, Any]:
+    """Time each question's retrieve in a new session of the project (run in a subprocess);
+    with ``other``, that project is re-indexed (one file changed) before each question."""
     from scopelens.core.clock import SequentialIds, SteppingClock
     from scopelens.core.contracts import RetrievalIntent
+    from scopelens.core.index.indexer import index_workspace
     from scopelens.core.pipeline.retriever import Retriever
     from scopelens.core.store.store import Store
     from scopelens.core.vocab import Purpose
 
     clock = SteppingClock(datetime(2026, 6, 1, tzinfo=UTC), timedelta(0))
-    with Store.open(str(store_path), clock=clock, ids=SequentialIds("w")) as store:
+    with Store.open(str(store_path), clock=clock, ids=SequentialIds("w" if other is None else "c")) as store:
         session = store.create_session(project=PROJECT, title="asking", agent="bench").id
         retriever = Retriever(store)
         intents = [RetrievalIntent(purpose=Purpose.FIX_TEST, question=q) for q in asked]
         for intent in intents[:warmup]:
             retriever.retrieve(intent, project=PROJECT, session_id=session)
         times = []
-        for intent in intents:
+        other_files = sorted(other.rglob("*.py")) if other is not None else []
+        for n, intent in enumerate(intents):
+            if other is not None:
+                with other_files[n % len(other_files)].open("a", encoding="utf-8") as handle:
+                    handle.write(f"\n# edited {n}\n")
+                index_workspace(store, other, project=OTHER, clock=clock, workers=0)
             start = time.perf_counter()
             retriever.retrieve(intent, project=PROJECT, session_id=session)
             times.append(time.perf_counter() - start)
     return {"p50_ms": round(statistics.median(times) * 1000, 2), "p90_ms": round(sorted(times)[int(len(times) * 0.9)] * 1000, 2)}
 
 
-def _in_subprocess(store: Path, asked_file: Path, warmup: int) -> dict[str, Any]:
+def _in_subprocess(store: Path, asked_file: Path, warmup: int, other: Path | None = None) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-m", "bench.history_bench", "--worker", str(store), str(asked_file), str(warmup)],
-        check=True, capture_output=True, text=True,
+        [sys.executable, "-m", "bench.history_bench", "--worker", str(store), str(asked_file), str(warmup),
+         str(other or "")],
+        capture_output=True, text=True,
     )
+    if out.returncode:
+        raise SystemExit(f"a measuring process failed:\n{out.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--worker", nargs=3, metavar=("STORE", "QUESTIONS", "WARMUP"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=4, metavar=("STORE", "QUESTIONS", "WARMUP", "OTHER"), help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="a smoke run (no target)")
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--runs", type=int, default=200)
@@ -140,8 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args(argv)
     if args.worker:
-        store, asked_file, warmup = args.worker
-        print(json.dumps(worker(Path(store), json.loads(Path(asked_file).read_text()), int(warmup))))
+        store, asked_file, warmup, other = args.worker
+        asked = json.loads(Path(asked_file).read_text())
+        print(json.dumps(worker(Path(store), asked, int(warmup), Path(other) if other else None)))
         return 0
     if args.quick:
         args.files, args.runs, args.events, args.sessions, args.questions, args.warmup = 40, 12, 120, 4, 6, 1
@@ -150,27 +169,38 @@ def main(argv: list[str] | None = None) -> int:
         source = work / "source"
         source.mkdir()
         build_workspace(source, quick=False, limit=args.files)
-        fresh_root, history_root = work / "ws-fresh", work / "ws-history"
+        fresh_root, history_root, other_root = work / "ws-fresh", work / "ws-history", work / "ws-other"
         shutil.copytree(source, fresh_root)
         shutil.copytree(source, history_root)
+        for path in sorted(source.rglob("*.py"))[:OTHER_FILES]:
+            target = other_root / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
         fresh, history = work / "fresh.db", work / "history.db"
         build_fresh(fresh, fresh_root)
         build_fresh(history, history_root)
-        added = add_history(history, history_root, args.runs, args.events, args.sessions)
+        added = add_history(history, history_root, args.runs, args.events, args.sessions, other_root)
         asked = questions(fresh, args.questions)
         asked_file = work / "questions.json"
         asked_file.write_text(json.dumps(asked))
         fresh_figures = _in_subprocess(fresh, asked_file, args.warmup)
         history_figures = _in_subprocess(history, asked_file, args.warmup)
+        churn_figures = _in_subprocess(history, asked_file, args.warmup, other_root)
     ratio = history_figures["p50_ms"] / max(fresh_figures["p50_ms"], 1e-9)
+    churn_ratio = churn_figures["p50_ms"] / max(fresh_figures["p50_ms"], 1e-9)
     result = {
         "files": args.files, "history": added, "fresh": fresh_figures, "after_history": history_figures,
-        "p50_ratio": round(ratio, 3), "targets": {"p50_ratio": TARGET_P50_RATIO, "compaction_share": TARGET_COMPACTION_SHARE},
+        "other_project_reindexed": churn_figures, "p50_ratio": round(ratio, 3),
+        "p50_ratio_other_reindexed": round(churn_ratio, 3),
+        "targets": {"p50_ratio": TARGET_P50_RATIO, "compaction_share": TARGET_COMPACTION_SHARE},
     }
     print(f"workspace: {args.files} files; history: {added['runs']} one-file index runs, {added['events']} events "
           f"in {added['sessions']} sessions")
     print(f"retrieve p50: fresh {fresh_figures['p50_ms']} ms, after history {history_figures['p50_ms']} ms "
           f"-> {ratio:.2f}x (target <= {TARGET_P50_RATIO}x){'' if args.quick else ' ' + _verdict(ratio <= TARGET_P50_RATIO)}")
+    print(f"retrieve p50 with another project re-indexed before each call: {churn_figures['p50_ms']} ms "
+          f"-> {churn_ratio:.2f}x fresh (target <= {TARGET_P50_RATIO}x)"
+          f"{'' if args.quick else ' ' + _verdict(churn_ratio <= TARGET_P50_RATIO)}")
     print(f"end-of-run compaction: {added['compaction_s']} s of {added['runs_s']} s of index runs "
           f"= {added['compaction_share']:.1%} (target <= {TARGET_COMPACTION_SHARE:.0%})"
           f"{'' if args.quick else ' ' + _verdict(added['compaction_share'] <= TARGET_COMPACTION_SHARE)}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +130,15 @@ def _memories(store: Store, project: str | None, as_of: datetime | None) -> list
         statement = statement.where(col(MemoryRow.project) == project)
     with store.read() as conn:
         rows = conn.execute(statement).all()
-    return [(MemoryRecord.model_validate_json(as_bytes(body)), digest) for body, digest in rows]
+    return [(parsed_memory(as_bytes(body)), digest) for body, digest in rows]
+
+
+@lru_cache(maxsize=8192)
+def parsed_memory(body: bytes) -> MemoryRecord:
+    """A stored memory body as a record. Cached by its bytes (records are immutable): recall
+    and the probe read every memory on every retrieval, and validating each again cost more
+    than reading it."""
+    return MemoryRecord.model_validate_json(body)
 
 
 def memory_history(store: Store, memory_id: str) -> list[MemoryVersion]:
@@ -171,7 +180,7 @@ def _known_at(store: Store, as_of: datetime, project: str | None) -> list[tuple[
     for versions in by_memory.values():
         version = known_at(versions, as_of)
         if version is not None:
-            known.append((MemoryRecord.model_validate_json(version.body), version.content_hash))
+            known.append((parsed_memory(version.body), version.content_hash))
     return known
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 from scopelens.core.index.scorer import BM25_B, BM25_K1
 from scopelens.core.index.tokenizer import tokenize
@@ -18,7 +19,7 @@ def bm25_scores(terms: Sequence[tuple[str, float]], texts: Sequence[str]) -> lis
     """A BM25 score per text for weighted query terms (0.0 where nothing matches)."""
     if not texts:
         return []
-    counts = [Counter(tokenize(text)) for text in texts]
+    counts = [_counted(text) for text in texts]
     lengths = [sum(c.values()) for c in counts]
     avgdl = max(sum(lengths) / len(lengths), 1.0)
     total = len(texts)
@@ -33,3 +34,10 @@ def bm25_scores(terms: Sequence[tuple[str, float]], texts: Sequence[str]) -> lis
             if tf:
                 scores[i] += weight * idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / avgdl))
     return scores
+
+
+@lru_cache(maxsize=16384)
+def _counted(text: str) -> Counter[str]:
+    """A text's term counts; cached, because memory contents are scored on every retrieval.
+    (Callers only read the counters.)"""
+    return Counter(tokenize(text))

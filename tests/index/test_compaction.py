@@ -159,3 +159,44 @@ def test_compact_store_by_project(tmp_path: Path, project: str | None) -> None:
         assert report.merges == len(report.lines)
     finally:
         store.close()
+
+
+def test_the_all_projects_view_is_composed_and_reloads_only_what_changed(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The probe's view of every project equals loading every chunk at once (same arrays, runs
+    and parts); after another project's one-file run only that project's view is loaded."""
+    import numpy as np
+
+    from scopelens.core.index import scorer as scorer_module
+
+    clock = SteppingClock(T0, timedelta(minutes=1))
+    store = Store.open(str(tmp_path / "s.db"), create=True, clock=clock)
+    try:
+        for version in range(1, 4):  # runs of three projects, interleaved, some merged
+            for name in ("alpha", "beta", "gamma"):
+                write(tmp_path / name, _files(version, version % 6))
+                index_workspace(store, tmp_path / name, project=name, clock=clock, workers=0)
+        scorer = Scorer(store)
+        composed = scorer._view(None)
+        loaded = scorer._load_view(None, composed.key)
+        for name in ("chunk_ids", "valid_from", "valid_to", "source", "length"):
+            assert np.array_equal(getattr(composed, name), getattr(loaded, name)), name
+        assert [(s.run_id, s.lo, s.local_start, s.paths, s.symbols) for s in composed.segments] == [
+            (s.run_id, s.lo, s.local_start, s.paths, s.symbols) for s in loaded.segments
+        ]
+        assert composed.parts == loaded.parts
+        everywhere = RecallFilter(project=None, all_versions=True)
+        before = _hits(scorer, everywhere)
+
+        loads: list[str | None] = []
+        original = scorer_module.Scorer._load_view
+        monkeypatch.setattr(scorer_module.Scorer, "_load_view",
+                            lambda self, project, key: loads.append(project) or original(self, project, key))
+        write(tmp_path / "beta", _files(9, 2))
+        index_workspace(store, tmp_path / "beta", project="beta", clock=clock, workers=0)
+        after = _hits(scorer, everywhere)
+        assert loads == ["beta"]
+        assert after == _hits(Scorer(store), everywhere)
+        assert after != before  # beta's edit is seen
+        scorer.close()
+    finally:
+        store.close()

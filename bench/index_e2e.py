@@ -70,6 +70,58 @@ class ProcessFigures:
 
 def _tree_rss_kib(root_pid: int) -> int:
     """Summed VmRSS of ``root_pid`` and its descendants (0 for processes already gone)."""
+    total = 0
+    for pid in _tree(root_pid):
+        try:
+            with open(f"/proc/{pid}/status", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            continue
+    return total
+
+
+def _tree(root_pid: int) -> set[int]:
+    """``root_pid`` and its descendants, from each thread's ``/proc/PID/task/TID/children``: a
+    few small reads per sample, where scanning every process of ``/proc`` (the fallback, for
+    kernels without that file) cost the sampler a tenth of a core at 100 samples a second,
+    taken from the measured command's CPU."""
+    tree, frontier = {root_pid}, [root_pid]
+    while frontier:
+        pid = frontier.pop()
+        children = _children(pid)
+        if children is None:
+            return _tree_by_scan(root_pid)
+        for child in children:
+            if child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return tree
+
+
+def _children(pid: int) -> list[int] | None:
+    """The children of ``pid`` (``[]`` when it is gone); ``None`` when the kernel has no
+    ``children`` files."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                found += [int(child) for child in handle.read().split()]
+        except FileNotFoundError:
+            if os.path.exists(f"/proc/{pid}/task/{tid}"):
+                return None
+        except OSError:
+            continue
+    return found
+
+
+def _tree_by_scan(root_pid: int) -> set[int]:
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -88,17 +140,7 @@ def _tree_rss_kib(root_pid: int) -> int:
             if parent == pid and child not in tree:
                 tree.add(child)
                 frontier.append(child)
-    total = 0
-    for pid in tree:
-        try:
-            with open(f"/proc/{pid}/status", "rb") as handle:
-                for line in handle:
-                    if line.startswith(b"VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-        except OSError:
-            continue
-    return total
+    return tree
 
 
 def run_measured(argv: Sequence[str], *, env: dict[str, str] | None = None) -> ProcessFigures:

@@ -18,6 +18,27 @@ def test_peak_tree_rss_counts_child_processes() -> None:
     assert figures.wall_s >= 0.5 and figures.cpu_s > 0
 
 
+def test_the_tree_from_children_files_is_the_tree_from_a_scan() -> None:
+    # a parent with a child that has a child of its own (threads' children files included)
+    script = (
+        "import subprocess, sys, threading; "
+        "inner = 'import subprocess, sys; subprocess.run([sys.executable, \"-c\", \"import time; time.sleep(3)\"])'; "
+        "t = threading.Thread(target=subprocess.run, args=([sys.executable, '-c', inner],)); t.start(); t.join()"
+    )
+    import subprocess
+    import time
+
+    process = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 10
+        while len(index_e2e._tree_by_scan(process.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(index_e2e._tree_by_scan(process.pid)) == 3
+        assert index_e2e._tree(process.pid) == index_e2e._tree_by_scan(process.pid)
+    finally:
+        process.wait()
+
+
 def test_rows_compare_against_the_targets() -> None:
     def corpus(ours: float, fts5: float, noop: float, peak: float) -> dict[str, object]:
         def fig(wall: float, mib: float) -> dict[str, float]:

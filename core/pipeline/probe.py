@@ -36,7 +36,7 @@ from scopelens.core.pipeline.recall import (
     reads_the_past,
     workspace_filter,
 )
-from scopelens.core.pipeline.session_records import Withheld, session_records
+from scopelens.core.pipeline.session_records import Pool, session_records
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow
 from scopelens.core.vocab import WORKSPACE_SOURCES, Source, Stage
@@ -71,7 +71,7 @@ def probe(
     memory_probed: set[tuple[tuple[str, float], ...]] = set()
     """Term lists already probed against memory: sub-queries usually share their terms, and
     each probe reads and scores every memory version of every project."""
-    withheld_sessions: Withheld | None = None
+    withheld_sessions: Pool | None = None
     for sub_query in sub_queries:
         terms = [(t.term, t.weight) for t in sub_query.terms]
         # The best PROBE_TOP_K hits that recall did not return: recalled chunks are searched

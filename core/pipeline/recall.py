@@ -10,7 +10,7 @@ sub-query id and the best lexical score.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -18,7 +18,6 @@ from functools import lru_cache
 from sqlmodel import col, select
 
 from scopelens.core.contracts import ArtifactRef, Candidate, Event, RetrievalScope, ScoreBreakdown, SubQuery
-from scopelens.core.errors import IntegrityError, UnknownIdError
 from scopelens.core.hashing import text_hash
 from scopelens.core.index.chunks import ChunkRecord, fetch_chunks
 from scopelens.core.index.scorer import Hit, RecallFilter, Scorer
@@ -26,16 +25,16 @@ from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import tokenize
 from scopelens.core.memory import current_memories
-from scopelens.core.pathmatch import under_any
 from scopelens.core.pipeline.locate import PathIndex
 from scopelens.core.pipeline.planner import TERM_WEIGHTS
 from scopelens.core.pipeline.policy import Policy
+from scopelens.core.pipeline.session_evidence import artifact_refs, artifact_text, event_text
+from scopelens.core.pipeline.session_records import Pool, SessionRecord, session_records
 from scopelens.core.store.store import Store
-from scopelens.core.store.tables import EventRow, SessionRow
+from scopelens.core.store.tables import EventRow
 from scopelens.core.vocab import (
     WORKSPACE_SOURCES,
     Authority,
-    EventType,
     EvidenceKind,
     MemoryStatus,
     Source,
@@ -59,7 +58,6 @@ MEMORY_AUTHORITY: dict[MemoryStatus, Authority] = {
     MemoryStatus.CANDIDATE: Authority.LOW,
     MemoryStatus.PRIVATE: Authority.MEDIUM,
 }
-ARTIFACT_WINDOW_LINES = 30
 FILES_KEPT = 100
 """Files a deep workspace recall keeps, by file score: the candidates rerank sees."""
 DOC_FILES_KEPT = 20
@@ -276,9 +274,9 @@ class Recall:
         self.store = store
         self.scorer = scorer
         self.policy = policy
-        self._events: dict[tuple[str, str | None, str | None, str | None], list[Event]] = {}
-        """The scope's session events, read once per retrieval however many sub-queries want them."""
-        self.sessions = SessionPool(store, policy)
+        self._admitted: dict[tuple[object, ...], Pool] = {}
+        """The scope's session records, masked once per retrieval however many sub-queries want them."""
+        self.sessions = SessionCandidates(store, policy)
 
     def run(self, sub_queries: Sequence[SubQuery], scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
         merged: dict[str, Candidate] = {}
@@ -315,19 +313,21 @@ class Recall:
 
     # ------------------------------------------------------------------ sessions & artifacts
 
-    def _scoped_events(self, scope: RetrievalScope) -> list[Event]:
-        key = (scope.project, scope.branch, scope.session_id, scope.workspace_root)
-        if key not in self._events:
-            admitted = [s.id for s in project_sessions(self.store, scope.project) if session_withheld(s, scope) is None]
-            self._events[key] = read_events(self.store, admitted)
-        return self._events[key]
-
     def _session_candidates(
         self, sub_query: SubQuery, scope: RetrievalScope, window: TimeWindow, terms: list[tuple[str, float]]
     ) -> list[Candidate]:
-        events = self._scoped_events(scope)
-        pool = self.sessions.candidates(events, frozenset(sub_query.sources), scope, window, {}, withheld=False)
-        return _top([candidate for candidate, _reason in pool], terms, sub_query)
+        """The best events and artifact windows of the scope's own session (BM25 over those the
+        scope admits, from the store's session records: masks, not a pass over its events)."""
+        key = (scope.project, scope.branch, scope.session_id, scope.workspace_root, scope.path_prefixes, window)
+        pool = self._admitted.get(key)
+        if pool is None:
+            pool = self._admitted[key] = session_records(self.store, self.scorer).admitted(scope, window)
+        ranked = pool.scored(frozenset(sub_query.sources), terms, sub_query.top_k)
+        candidates = self.sessions.for_records([pool.record(i) for i, _score in ranked], scope, window)
+        return [
+            c.model_copy(update={"scores": ScoreBreakdown(lexical=score), "sub_query_ids": (sub_query.id,)})
+            for (_i, score), c in zip(ranked, candidates, strict=True)
+        ]
 
     # ------------------------------------------------------------------ memory
 
@@ -364,118 +364,27 @@ class Recall:
         return _top(pool, terms, sub_query)
 
 
-SessionPoolEntry = tuple[Candidate, str | None]
-"""A session candidate and why the scope withholds it (``None``: it is in scope)."""
-RECALLED_EVENT_TYPES = (EventType.USER_MESSAGE, EventType.MODEL_RESPONSE, EventType.TOOL_FINISHED)
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    id: str
-    branch: str | None
-    workspace_root: str | None
-
-
-def project_sessions(store: Store, project: str) -> list[SessionInfo]:
-    """Every session of a project (metadata only; no event is read)."""
-    statement = (
-        select(col(SessionRow.id), col(SessionRow.branch), col(SessionRow.workspace_root))
-        .where(col(SessionRow.project) == project)
-        .order_by(col(SessionRow.id))
-    )
-    with store.read() as conn:
-        return [SessionInfo(str(sid), branch, root) for sid, branch, root in conn.execute(statement).all()]
-
-
-def session_withheld(session: SessionInfo, scope: RetrievalScope) -> str | None:
-    """Why the scope keeps a session's events and artifacts out (``None``: it does not).
-
-    A retrieval recalls its own session only (the scope's ``session_id``; a scope without one
-    recalls no session at all), on the scope's branch (or none) and workspace root (or none).
-    Knowledge that should outlive a session goes through governed memory (docs/scope.md).
-    """
-    if scope.session_id is None:
-        return f"event of session {session.id}; a scope without a session recalls no session events"
-    if session.id != scope.session_id:
-        return f"event of session {session.id}, outside the scope (session {scope.session_id})"
-    if scope.branch is not None and session.branch not in (None, scope.branch):
-        return f"session on branch {session.branch}, outside the scope (branch {scope.branch})"
-    if scope.workspace_root is not None and session.workspace_root not in (None, scope.workspace_root):
-        return f"session in workspace {session.workspace_root}, outside the scope"
-    return None
-
-
-def artifact_withheld(name: str, scope: RetrievalScope) -> str | None:
-    """Why the scope's path prefixes keep an artifact out (``None``: they do not).
-
-    An artifact named by a workspace path (it has a directory part: ``ops/deploy.log``) is
-    confined by the prefixes like a file; a bare name (``test-output.log``) names the tool's
-    output itself, which belongs to the session, not to a place in the workspace.
-    """
-    if scope.path_prefixes and "/" in name and not under_any(name, scope.path_prefixes):
-        return f"artifact path outside the scope's prefixes ({', '.join(scope.path_prefixes)})"
-    return None
-
-
-def read_events(store: Store, session_ids: Sequence[str]) -> list[Event]:
-    """The recallable events of these sessions, in store order."""
-    if not session_ids:
-        return []
-    statement = (
-        select(col(EventRow.body))
-        .where(col(EventRow.session_id).in_(list(session_ids)))
-        .where(col(EventRow.type).in_([t.value for t in RECALLED_EVENT_TYPES]))
-        .order_by(col(EventRow.store_seq))
-    )
-    with store.read() as conn:
-        return [Event.model_validate_json(bytes(body)) for body in conn.execute(statement).scalars()]
-
-
-class SessionPool:
-    """Candidates from session events and artifacts, with the policy's path rules applied.
-
-    Recall asks for what the scope admits; the probe asks for what it withholds, with the
-    reason. Artifact text is read only for the side asked for, and cached per blob.
-    """
+class SessionCandidates:
+    """Candidates for the session records recall keeps (``session_records.py``), with the
+    policy's path rules applied: events and artifacts are read back for these only."""
 
     def __init__(self, store: Store, policy: Policy) -> None:
         self.store = store
         self.policy = policy
         self._blobs: dict[str, str] = {}
 
-    def candidates(
-        self,
-        events: Sequence[Event],
-        sources: frozenset[Source],
-        scope: RetrievalScope,
-        window: TimeWindow,
-        session_reasons: Mapping[str, str],
-        *,
-        withheld: bool,
-    ) -> list[SessionPoolEntry]:
-        """``session_reasons``: why each session is withheld (sessions not named: admitted)."""
-        pool: list[SessionPoolEntry] = []
-        for event in events:
-            if not window.admits(event.created_at):
-                continue
-            session_reason = session_reasons.get(event.session_id)
+    def for_records(self, records: Sequence[SessionRecord], scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
+        """One candidate per record, in the order given."""
+        events = read_events_at(self.store, sorted({(r.session_id, r.seq) for r in records}))
+        out = []
+        for record in records:
+            event = events[(record.session_id, record.seq)]
             refs = artifact_refs(event)
-            artifact_reasons = [session_reason or artifact_withheld(ref.name, scope) for ref in refs]
-            if Source.SESSION_EVENT in sources:
-                text = event_text(event)
-                previewed = next(
-                    (f"previews artifact {ref.name}: {reason}" for ref, reason in zip(refs, artifact_reasons, strict=True)
-                     if reason is not None),
-                    None,
-                )
-                reason = session_reason or previewed
-                if text and (reason is not None) == withheld:
-                    pool.append((self._event_candidate(event, text, refs, scope, window), reason))
-            if Source.ARTIFACT in sources:
-                for ref, reason in zip(refs, artifact_reasons, strict=True):
-                    if (reason is not None) == withheld:
-                        pool += [(c, reason) for c in self._artifact_candidates(event, ref, scope, window)]
-        return pool
+            if record.source == Source.SESSION_EVENT:
+                out.append(self._event_candidate(event, event_text(event), refs, scope, window))
+            else:
+                out.append(self._artifact_candidate(event, refs[record.ref_index], record, scope, window))
+        return out
 
     def _event_candidate(
         self, event: Event, text: str, refs: list[ArtifactRef], scope: RetrievalScope, window: TimeWindow
@@ -498,70 +407,48 @@ class SessionPool:
             about_paths=about,
         )
 
-    def _artifact_candidates(self, event: Event, ref: ArtifactRef, scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
+    def _artifact_candidate(
+        self, event: Event, ref: ArtifactRef, record: SessionRecord, scope: RetrievalScope, window: TimeWindow
+    ) -> Candidate:
         if ref.blob not in self._blobs:
             self._blobs[ref.blob] = artifact_text(self.store, event, ref)
-        visibility = self.policy.rules_for(ref.name).visibility
-        return [
-            Candidate(
-                id=f"artifact:{ref.blob[:16]}:{first}-{last}",
-                source=Source.ARTIFACT,
-                source_ref=f"{ref.name}:{first}-{last}",
-                source_version=ref.blob,
-                path=ref.name,
-                line_start=first,
-                line_end=last,
-                project=scope.project,
-                branch=scope.branch,
-                captured_at=event.created_at,
-                valid_as_of=window.as_of,
-                text=text,
-                evidence_kind=ref.evidence_kind,
-                visibility=visibility,
-                trust=Trust.UNTRUSTED_OBSERVATION,
-                authority=SOURCE_AUTHORITY[Source.ARTIFACT],
+        first, last = record.line_start or 1, record.line_end or 1
+        text = "\n".join(self._blobs[ref.blob].splitlines()[first - 1 : last])
+        return Candidate(
+            id=f"artifact:{ref.blob[:16]}:{first}-{last}",
+            source=Source.ARTIFACT,
+            source_ref=f"{ref.name}:{first}-{last}",
+            source_version=ref.blob,
+            path=ref.name,
+            line_start=first,
+            line_end=last,
+            project=scope.project,
+            branch=scope.branch,
+            captured_at=event.created_at,
+            valid_as_of=window.as_of,
+            text=text,
+            evidence_kind=ref.evidence_kind,
+            visibility=self.policy.rules_for(ref.name).visibility,
+            trust=Trust.UNTRUSTED_OBSERVATION,
+            authority=SOURCE_AUTHORITY[Source.ARTIFACT],
+        )
+
+
+def read_events_at(store: Store, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Event]:
+    """Events by (session id, seq)."""
+    found: dict[tuple[str, int], Event] = {}
+    by_session: dict[str, list[int]] = {}
+    for session_id, seq in keys:
+        by_session.setdefault(session_id, []).append(seq)
+    with store.read() as conn:
+        for session_id, seqs in by_session.items():
+            statement = select(col(EventRow.body)).where(
+                col(EventRow.session_id) == session_id, col(EventRow.seq).in_(seqs)
             )
-            for first, last, text in artifact_windows(self._blobs[ref.blob])
-        ]
-
-
-def artifact_text(store: Store, event: Event, ref: ArtifactRef) -> str:
-    """An artifact's text (undecodable bytes replaced); a missing blob is an ``IntegrityError``."""
-    try:
-        return store.get_blob(ref.blob).decode("utf-8", errors="replace")
-    except UnknownIdError:
-        # Recalling around a hole would record a snapshot of a damaged store as if whole.
-        raise IntegrityError(
-            f"artifact {ref.name!r} of session {event.session_id} event #{event.seq} is missing from the store "
-            f"(blob {ref.blob[:12]}…): run `scopelens verify`"
-        ) from None
-
-
-def artifact_windows(text: str) -> list[tuple[int, int, str]]:
-    """An artifact's windows of ``ARTIFACT_WINDOW_LINES`` lines that are not blank, as
-    ``(first line, last line, text)`` (1-based): each is one candidate."""
-    lines = text.splitlines()
-    windows = []
-    for start in range(0, max(len(lines), 1), ARTIFACT_WINDOW_LINES):
-        window_lines = lines[start : start + ARTIFACT_WINDOW_LINES]
-        if any(line.strip() for line in window_lines):
-            windows.append((start + 1, start + len(window_lines), "\n".join(window_lines)))
-    return windows
-
-
-def artifact_refs(event: Event) -> list[ArtifactRef]:
-    """The artifacts a ``tool.finished`` event keeps (none for other events)."""
-    if event.type != EventType.TOOL_FINISHED:
-        return []
-    return [ArtifactRef.model_validate(ref) for ref in event.payload.get("artifacts", [])]
-
-
-def event_text(event: Event) -> str:
-    """What an event contributes as evidence: a message's text, a tool's name and output preview."""
-    payload = event.payload
-    if event.type == EventType.TOOL_FINISHED:
-        return f"{payload.get('tool', '')}: {payload.get('output_preview', '')}".strip()
-    return str(payload.get("text", ""))
+            for body in conn.execute(statement).scalars():
+                event = Event.model_validate_json(bytes(body))
+                found[(event.session_id, event.seq)] = event
+    return found
 
 
 def _top(pool: list[Candidate], terms: list[tuple[str, float]], sub_query: SubQuery) -> list[Candidate]:

@@ -1,6 +1,7 @@
 """Session events and artifact windows as postings over numpy arrays, read once per store.
 
-The scope probe asks, for every sub-query, which events and artifacts of the project's
+Recall asks, for every sub-query, which events and artifact windows of the scope's own
+session match; the scope probe asks which events and artifacts of the project's
 *withheld* sessions would have matched. Reading, validating and tokenizing every event of
 every other session for each retrieval made a retrieval's cost grow with the store's history
 (17 -> 96 ms per retrieval at 0 and 4,500 events, issue [6/9]). ``SessionRecords`` reads each
@@ -22,6 +23,7 @@ import weakref
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import select as sa_select
@@ -32,10 +34,9 @@ from scopelens.core.hashing import as_bytes, text_hash
 from scopelens.core.index.scorer import BM25_B, BM25_K1, Scorer
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.tokenizer import count_terms
-from scopelens.core.pipeline.recall import (
+from scopelens.core.pipeline.session_evidence import (
     RECALLED_EVENT_TYPES,
     SessionInfo,
-    TimeWindow,
     artifact_refs,
     artifact_text,
     artifact_windows,
@@ -48,12 +49,15 @@ from scopelens.core.store.store import Store
 from scopelens.core.store.tables import EventRow, SessionRow
 from scopelens.core.vocab import Source, Stage
 
+if TYPE_CHECKING:
+    from scopelens.core.pipeline.recall import TimeWindow
+
 _EVENT, _ARTIFACT = 0, 1
 _KIND_OF = {Source.SESSION_EVENT: _EVENT, Source.ARTIFACT: _ARTIFACT}
 
 
 @dataclass(frozen=True)
-class _Record:
+class SessionRecord:
     """What a probe rejection says about one event or artifact window."""
 
     candidate_id: str
@@ -65,6 +69,11 @@ class _Record:
     line_end: int | None = None
     names: tuple[str, ...] = ()
     """An event: the names of the artifacts it previews. An artifact window: its artifact's."""
+    session_id: str = ""
+    seq: int = 0
+    """The event (of an artifact window: the event that keeps the artifact)."""
+    ref_index: int = -1
+    """An artifact window: its artifact's place in the event's list."""
 
 
 @dataclass
@@ -73,7 +82,7 @@ class SessionRecords:
 
     store: Store
     last_seq: int = 0
-    records: list[_Record] = field(default_factory=list)
+    records: list[SessionRecord] = field(default_factory=list)
     project: array[int] = field(default_factory=lambda: array("i"))
     session: array[int] = field(default_factory=lambda: array("i"))
     kind: array[int] = field(default_factory=lambda: array("b"))
@@ -106,16 +115,17 @@ class SessionRecords:
             names = tuple(ref.name for ref in refs)
             text = event_text(event)
             if text:
-                self._add(project, event, _EVENT, _Record(
+                self._add(project, event, _EVENT, SessionRecord(
                     f"event:{event.session_id}#{event.seq}", Source.SESSION_EVENT, f"{event.session_id}#{event.seq}",
-                    text_hash(text), names=names,
+                    text_hash(text), names=names, session_id=event.session_id, seq=event.seq,
                 ))
                 texts.append((text,))
-            for ref in refs:
+            for ref_index, ref in enumerate(refs):
                 for line_first, line_last, window_text in artifact_windows(artifact_text(self.store, event, ref)):
-                    self._add(project, event, _ARTIFACT, _Record(
+                    self._add(project, event, _ARTIFACT, SessionRecord(
                         f"artifact:{ref.blob[:16]}:{line_first}-{line_last}", Source.ARTIFACT,
                         f"{ref.name}:{line_first}-{line_last}", ref.blob, ref.name, line_first, line_last, (ref.name,),
+                        event.session_id, event.seq, ref_index,
                     ))
                     texts.append((window_text,))
             self.last_seq = int(store_seq)
@@ -132,7 +142,7 @@ class SessionRecords:
                 entry[0].append(record)
                 entry[1].append(tfs[k])
 
-    def _add(self, project: str, event: Event, kind: int, record: _Record) -> None:
+    def _add(self, project: str, event: Event, kind: int, record: SessionRecord) -> None:
         self.records.append(record)
         self.project.append(self._code(project))
         self.session.append(self._code(event.session_id))
@@ -142,9 +152,17 @@ class SessionRecords:
     def _code(self, name: str) -> int:
         return self.codes.setdefault(name, len(self.codes))
 
-    def withheld(self, scope: RetrievalScope, window: TimeWindow) -> Withheld:
-        """What the scope withholds of its project's sessions in its time window (read once
-        per probe; each sub-query then scores it with ``Withheld.hits``)."""
+    def withheld(self, scope: RetrievalScope, window: TimeWindow) -> Pool:
+        """What the scope withholds of its project's sessions in its time window, each with
+        why (read once per probe; each sub-query then scores it with ``Pool.hits``)."""
+        return self._pool(scope, window, withheld=True)
+
+    def admitted(self, scope: RetrievalScope, window: TimeWindow) -> Pool:
+        """What the scope admits: its own session's events and artifacts in its time window,
+        but those its path prefixes keep out (read once per retrieval; see ``Pool.scored``)."""
+        return self._pool(scope, window, withheld=False)
+
+    def _pool(self, scope: RetrievalScope, window: TimeWindow, *, withheld: bool) -> Pool:
         with self.lock:
             self.refresh()
             n = len(self.records)
@@ -159,15 +177,15 @@ class SessionRecords:
                 if window.exclude_after is not None:
                     pool &= created <= to_micros(window.exclude_after)
             reasons, texts = self._reasons(pool, scope, project_sessions(self.store, scope.project))
-            pool &= reasons >= 0
-            return Withheld(self, n, pool, reasons, texts)
+            pool &= (reasons >= 0) if withheld else (reasons < 0)
+            return Pool(self, n, pool, reasons, texts)
 
     def _reasons(
         self, pool: np.ndarray, scope: RetrievalScope, sessions: Sequence[SessionInfo]
     ) -> tuple[np.ndarray, list[str]]:
         """Per record, the index in the returned texts of why the scope withholds it (-1: it
-        does not), as ``SessionPool.candidates`` decides: the session's reason, else (with path
-        prefixes) the first withheld artifact an event previews, or the window's artifact."""
+        does not): the session's reason, else (with path prefixes) the first withheld artifact
+        an event previews, or the window's artifact (``session_evidence.py``)."""
         texts: list[str] = []
         by_session = np.full(len(self.codes), -1, dtype=np.int64)
         for info in sessions:
@@ -191,8 +209,8 @@ class SessionRecords:
 
 
 @dataclass(frozen=True)
-class Withheld:
-    """The records one scope withholds (``pool``), with the index of each one's reason."""
+class Pool:
+    """Some of the records (``pool``) and, for withheld ones, the index of each one's reason."""
 
     records: SessionRecords
     size: int
@@ -202,12 +220,30 @@ class Withheld:
     texts: list[str]
 
     def hits(self, sources: frozenset[Source], terms: Sequence[tuple[str, float]], top_k: int) -> list[RejectedItem]:
-        """The ``top_k`` withheld records of ``sources`` that score best for ``terms`` (BM25
-        over the withheld records of those sources, as ``bm25_scores`` over that pool)."""
-        with self.records.lock:  # numpy views of its arrays must not outlive the lock: a refresh appends
-            return self._hits(sources, terms, top_k)
+        """The ``top_k`` records of ``sources`` that score best for ``terms``, as probe
+        rejections with their reasons (a pool made by ``SessionRecords.withheld``)."""
+        items = []
+        for i, _score in self.scored(sources, terms, top_k):
+            record = self.records.records[i]
+            items.append(RejectedItem(
+                candidate_id=record.candidate_id, source=record.source, source_ref=record.source_ref,
+                source_version=record.source_version, path=record.path, line_start=record.line_start,
+                line_end=record.line_end, stage=Stage.OUT_OF_SCOPE, reason=self.texts[int(self.reasons[i])],
+                from_probe=True,
+            ))
+        return items
 
-    def _hits(self, sources: frozenset[Source], terms: Sequence[tuple[str, float]], top_k: int) -> list[RejectedItem]:
+    def scored(self, sources: frozenset[Source], terms: Sequence[tuple[str, float]], top_k: int) -> list[tuple[int, float]]:
+        """The ``top_k`` records of ``sources`` with a positive score for ``terms``, best first
+        (ties by candidate id), as (record index, score): BM25 over the pool's records of those
+        sources, as ``bm25_scores`` over their texts."""
+        with self.records.lock:  # numpy views of its arrays must not outlive the lock: a refresh appends
+            return self._scored(sources, terms, top_k)
+
+    def record(self, index: int) -> SessionRecord:
+        return self.records.records[index]
+
+    def _scored(self, sources: frozenset[Source], terms: Sequence[tuple[str, float]], top_k: int) -> list[tuple[int, float]]:
         store = self.records
         kinds = np.frombuffer(store.kind, dtype=np.int8, count=self.size)
         pool = self.pool & np.isin(kinds, [_KIND_OF[s] for s in sources if s in _KIND_OF])
@@ -238,16 +274,7 @@ class Withheld:
             threshold = np.partition(scores[positive], len(positive) - top_k)[len(positive) - top_k]
             positive = positive[scores[positive] >= threshold]
         ranked = sorted(positive.tolist(), key=lambda i: (-scores[i], store.records[i].candidate_id))[:top_k]
-        items = []
-        for i in ranked:
-            record = store.records[i]
-            items.append(RejectedItem(
-                candidate_id=record.candidate_id, source=record.source, source_ref=record.source_ref,
-                source_version=record.source_version, path=record.path, line_start=record.line_start,
-                line_end=record.line_end, stage=Stage.OUT_OF_SCOPE, reason=self.texts[int(self.reasons[i])],
-                from_probe=True,
-            ))
-        return items
+        return [(i, float(scores[i])) for i in ranked]
 
 
 _BY_SCORER: weakref.WeakKeyDictionary[Scorer, SessionRecords] = weakref.WeakKeyDictionary()

@@ -1,8 +1,9 @@
-"""The probe's session records give what scoring a freshly read pool gives.
+"""Session records give recall and the probe what scoring a freshly read pool gives.
 
-``SessionRecords`` reads each event once and scores withheld sessions with masks over
-postings; the reference reads the withheld sessions' events, builds the pool with
-``SessionPool.candidates`` and scores it with ``bm25_scores``, as the probe did before. On
+``SessionRecords`` reads each event once and scores a scope's own session (recall) or the
+withheld sessions (the probe) with masks over postings; the reference (``_old_pool``) reads
+the sessions' events one by one, judges each as recall and the probe did before, and scores
+the pool with ``bm25_scores``. On
 many stores (sessions, branches, roots, artifacts under and outside path prefixes, events
 across time) and scopes, both give the same rejections, in the same order, with the same
 reasons; events appended after a first probe are seen by the next.
@@ -11,24 +12,36 @@ reasons; events appended after a first probe are seen by the next.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
 
-from scopelens.core.contracts import ArtifactRef, RejectedItem, RetrievalScope, TimeBoundary, ToolFinishedPayload
+from scopelens.core.contracts import (
+    ArtifactRef,
+    RejectedItem,
+    RetrievalScope,
+    SubQuery,
+    TimeBoundary,
+    ToolFinishedPayload,
+    WeightedTerm,
+)
+from scopelens.core.hashing import text_hash
 from scopelens.core.index.scorer import Scorer
 from scopelens.core.index.small_bm25 import bm25_scores
 from scopelens.core.pipeline.policy import Policy
-from scopelens.core.pipeline.recall import (
-    SessionPool,
-    TimeWindow,
+from scopelens.core.pipeline.recall import Recall, TimeWindow, time_window
+from scopelens.core.pipeline.session_evidence import (
+    RECALLED_EVENT_TYPES,
+    artifact_refs,
+    artifact_windows,
+    artifact_withheld,
+    event_text,
     project_sessions,
-    read_events,
     session_withheld,
-    time_window,
 )
 from scopelens.core.pipeline.session_records import session_records
-from scopelens.core.vocab import EventType, EvidenceKind, Source, Stage
+from scopelens.core.vocab import EventType, EvidenceKind, Source, Stage, SubQueryIntent
 from tests.support.workspaces import T0, Lab
 
 WORDS = (
@@ -38,24 +51,67 @@ WORDS = (
 SESSION_SOURCES = frozenset({Source.SESSION_EVENT, Source.ARTIFACT})
 
 
-def _reference(lab: Lab, scope: RetrievalScope, window: TimeWindow, sources: frozenset[Source],
-               terms: list[tuple[str, float]]) -> list[RejectedItem]:
+@dataclass(frozen=True)
+class _Entry:
+    candidate_id: str
+    source: Source
+    text: str
+    reason: str | None
+    source_ref: str
+    source_version: str
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+def _old_pool(lab: Lab, scope: RetrievalScope, window: TimeWindow, *, withheld: bool) -> list[_Entry]:
+    """The pool as recall and the probe built it before the records: every event of the
+    sessions concerned, read and judged one by one, in store order."""
     sessions = project_sessions(lab.store, scope.project)
     reasons = {s.id: session_withheld(s, scope) for s in sessions}
-    to_read = [sid for sid, reason in reasons.items() if reason is not None or scope.path_prefixes]
-    withheld = {sid: reason for sid, reason in reasons.items() if reason is not None}
-    pool = SessionPool(lab.store, Policy()).candidates(
-        read_events(lab.store, to_read), SESSION_SOURCES, scope, window, withheld, withheld=True
+    to_read = [sid for sid, reason in reasons.items() if (reason is not None) == withheld or scope.path_prefixes]
+    events = sorted(
+        (e for sid in to_read for e in lab.store.events(sid) if e.type in RECALLED_EVENT_TYPES),
+        key=lambda e: e.store_seq,
     )
-    entries = [(c, r) for c, r in pool if c.source in sources]
-    scores = bm25_scores(terms, [c.text for c, _ in entries])
-    ranked = sorted(((s, c, r) for s, (c, r) in zip(scores, entries, strict=True) if s > 0),
-                    key=lambda t: (-t[0], t[1].id))[:3]
+    pool: list[_Entry] = []
+    for event in events:
+        if not window.admits(event.created_at):
+            continue
+        session_reason = reasons[event.session_id]
+        refs = artifact_refs(event)
+        artifact_reasons = [session_reason or artifact_withheld(ref.name, scope) for ref in refs]
+        text = event_text(event)
+        previewed = next((f"previews artifact {ref.name}: {reason}" for ref, reason in zip(refs, artifact_reasons, strict=True)
+                          if reason is not None), None)
+        reason = session_reason or previewed
+        if text and (reason is not None) == withheld:
+            pool.append(_Entry(f"event:{event.session_id}#{event.seq}", Source.SESSION_EVENT, text, reason,
+                               f"{event.session_id}#{event.seq}", text_hash(text)))
+        for ref, ref_reason in zip(refs, artifact_reasons, strict=True):
+            if (ref_reason is not None) == withheld:
+                for first, last, window_text in artifact_windows(lab.store.get_blob(ref.blob).decode("utf-8", "replace")):
+                    pool.append(_Entry(f"artifact:{ref.blob[:16]}:{first}-{last}", Source.ARTIFACT, window_text, ref_reason,
+                                       f"{ref.name}:{first}-{last}", ref.blob, ref.name, first, last))
+    return pool
+
+
+def _ranked(
+    pool: list[_Entry], sources: frozenset[Source], terms: list[tuple[str, float]], top_k: int
+) -> list[tuple[_Entry, float]]:
+    entries = [entry for entry in pool if entry.source in sources]
+    scores = bm25_scores(terms, [entry.text for entry in entries])
+    ranked = sorted(((s, e) for s, e in zip(scores, entries, strict=True) if s > 0), key=lambda t: (-t[0], t[1].candidate_id))
+    return [(entry, score) for score, entry in ranked[:top_k]]
+
+
+def _reference(lab: Lab, scope: RetrievalScope, window: TimeWindow, sources: frozenset[Source],
+               terms: list[tuple[str, float]]) -> list[RejectedItem]:
     return [
-        RejectedItem(candidate_id=c.id, source=c.source, source_ref=c.source_ref, source_version=c.source_version,
-                     path=c.path, line_start=c.line_start, line_end=c.line_end, stage=Stage.OUT_OF_SCOPE,
-                     reason=r, from_probe=True)
-        for _s, c, r in ranked if r is not None
+        RejectedItem(candidate_id=e.candidate_id, source=e.source, source_ref=e.source_ref, source_version=e.source_version,
+                     path=e.path, line_start=e.line_start, line_end=e.line_end, stage=Stage.OUT_OF_SCOPE,
+                     reason=e.reason, from_probe=True)
+        for e, _score in _ranked(_old_pool(lab, scope, window, withheld=True), sources, terms, 3)
     ]
 
 
@@ -93,6 +149,7 @@ def test_records_match_a_freshly_scored_pool(tmp_path, seed: int) -> None:
         scorer = Scorer(lab.store)
         records = session_records(lab.store, scorer)
         found: list[RejectedItem] = []
+        recalled_any = 0
         for round_ in range(2):  # the second round appends events after a first probe
             _fill(lab, rng, sessions, 40)
             for _ in range(12):
@@ -112,10 +169,19 @@ def test_records_match_a_freshly_scored_pool(tmp_path, seed: int) -> None:
                     hits = withheld.hits(sources, terms, 3)
                     assert hits == _reference(lab, scope, window, sources, terms), round_
                     found += hits
+                    sub_query = SubQuery(id="q1", intent=SubQueryIntent.FIND_ERROR, query_text="t", sources=tuple(sources),
+                                         terms=tuple(WeightedTerm(term=t, weight=w) for t, w in terms), top_k=5)
+                    recalled = Recall(lab.store, scorer, Policy())._session_candidates(sub_query, scope, window, terms)
+                    expected = _ranked(_old_pool(lab, scope, window, withheld=False), sources, terms, 5)
+                    assert [(c.id, c.text, c.source_ref, c.source_version, c.scores.lexical) for c in recalled] == [
+                        (e.candidate_id, e.text, e.source_ref, e.source_version, score) for e, score in expected
+                    ]
+                    recalled_any += bool(recalled)
         # the comparisons were not vacuous: withheld events and artifacts, for both kinds of reason
         assert {item.source for item in found} == SESSION_SOURCES
         assert any("outside the scope (session" in item.reason for item in found)
         assert any("prefixes" in item.reason for item in found)
+        assert recalled_any
         scorer.close()
     finally:
         lab.close()

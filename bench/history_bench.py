@@ -12,8 +12,9 @@ first ``--files`` .py files of the running Python's standard library, sorted):
   (``OTHER``, 20 files).
 
 Each store is then asked the same ``--questions`` (a symbol and some prose, as a bug report
-reads), in a process of its own, as a session of the project would ask them (the scope has a
-session, so the session recallers and the probe run), after ``--warmup`` questions; p50 and
+reads), in a process of its own, in a session of the project (on the history store, one of
+its sessions, holding ``--events / --sessions`` events of its own; so the session recallers
+and the probe run), after ``--warmup`` questions; p50 and
 p90 per store, and their ratio. On the history store the questions are asked twice: as they
 are, and with the other project re-indexed (one file changed; not timed) before each
 question, as on a shared store where other teams index (the scope probe looks at every
@@ -115,7 +116,9 @@ def worker(store_path: Path, asked: list[str], warmup: int, other: Path | None =
 
     clock = SteppingClock(datetime(2026, 6, 1, tzinfo=UTC), timedelta(0))
     with Store.open(str(store_path), clock=clock, ids=SequentialIds("w" if other is None else "c")) as store:
-        session = store.create_session(project=PROJECT, title="asking", agent="bench").id
+        # the history's first session (it holds events of its own), else a new one
+        existing = sorted(summary.header.id for summary in store.list_sessions(project=PROJECT))
+        session = existing[0] if existing else store.create_session(project=PROJECT, title="asking", agent="bench").id
         retriever = Retriever(store)
         intents = [RetrievalIntent(purpose=Purpose.FIX_TEST, question=q) for q in asked]
         for intent in intents[:warmup]:

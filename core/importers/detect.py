@@ -1,0 +1,101 @@
+"""Reading session files of any supported format, the format told from the content.
+
+``read_sessions(path)`` reads one file, or every session file of a directory (a Claude Code
+project directory, a folder of SWE-agent trajectories), in name order. The format is told
+from the content, not the name: a JSON object with ``history`` and ``trajectory`` lists is a
+SWE-agent trajectory; JSON lines with ``uuid``-carrying ``user``/``assistant`` entries are a
+Claude Code transcript; ``{timestamp, type, payload}`` lines are a Codex rollout and a JSON
+list of events an OpenHands trajectory (both recognised, not imported yet: said so).
+Every failure is one line naming the file (and the line or entry), before anything is kept.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from scopelens.core.errors import InvalidInputError, UnreadableFileError
+from scopelens.core.importers.claude_code import looks_like_claude_code, parse_claude_code, parse_lines
+from scopelens.core.importers.model import ImportedSession
+from scopelens.core.importers.swe_agent import looks_like_swe_agent, parse_swe_agent
+
+FORMATS = ("swe-agent", "claude-code", "codex", "openhands")
+IMPORTED = ("swe-agent", "claude-code")
+SESSION_SUFFIXES = (".traj", ".jsonl", ".json")
+
+
+def read_sessions(path: Path, *, format: str | None = None) -> list[ImportedSession]:
+    """The sessions in ``path`` (a file or a directory of session files)."""
+    if format is not None and format not in FORMATS:
+        raise InvalidInputError(f"unknown format {format!r}: one of {', '.join(FORMATS)}")
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SESSION_SUFFIXES)
+        if not files:
+            raise UnreadableFileError(f"{path}: no session files (*.traj, *.jsonl, *.json) in this directory")
+        return [session for file in files for session in read_sessions(file, format=format)]
+    return [read_session_file(path, format=format)]
+
+
+def read_session_file(path: Path, *, format: str | None = None) -> ImportedSession:
+    """One session file, parsed (``format`` given, or told from the content)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UnreadableFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnreadableFileError(f"{path}: cannot be read ({exc})") from None
+    name = str(path)
+    found = format or detect_format(text, name)
+    if found not in IMPORTED:
+        raise InvalidInputError(f"{name}: {found} sessions are recognised but not imported by this version yet")
+    if found == "swe-agent":
+        return parse_swe_agent(_json_document(text, name), name=name)
+    return parse_claude_code(parse_lines(text.splitlines(), name=name), name=name)
+
+
+def detect_format(text: str, name: str) -> str:
+    """The format of a session file's text (an ``InvalidInputError`` when none fits)."""
+    stripped = text.lstrip()
+    if not stripped:
+        raise UnreadableFileError(f"{name}: the file is empty")
+    first_line = stripped.splitlines()[0]
+    if stripped.startswith("[") or not _is_json_object(first_line):
+        # one JSON document (a pretty-printed trajectory): a broken one fails here, at its line
+        document = _json_document(text, name)
+        if looks_like_swe_agent(document):
+            return "swe-agent"
+        if isinstance(document, list) and any(_is_event(entry) for entry in document[:20]):
+            return "openhands"
+        raise InvalidInputError(f"{name}: a JSON document of no known session format (pass --format to say which)")
+    if "\n" not in stripped.rstrip():
+        document = json.loads(first_line)
+        if looks_like_swe_agent(document):
+            return "swe-agent"
+    entries = parse_lines(text.splitlines(), name=name)
+    if looks_like_claude_code(entries):
+        return "claude-code"
+    if any({"timestamp", "type", "payload"} <= entry.keys() for _, entry in entries[:20]):
+        return "codex"
+    raise InvalidInputError(f"{name}: JSON lines of no known session format (pass --format to say which)")
+
+
+def _json_document(text: str, name: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UnreadableFileError(
+            f"{name}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno}); nothing was imported"
+        ) from None
+
+
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def _is_event(entry: object) -> bool:
+    """An OpenHands V0 trajectory event (``action`` or ``observation``)."""
+    return isinstance(entry, dict) and ("action" in entry or "observation" in entry)

@@ -1,0 +1,108 @@
+"""The neutral model of an imported agent session: what entered the model's context, and
+which part of it each model call could see.
+
+Every format is read into this model: an ordered list of context items (``Observed``) and
+the model calls (``ModelCall``), each naming the slice of items visible to it (items from
+the last compaction up to the call). Paths are relative to the session's working directory
+when they lie under it, and kept as the agent wrote them otherwise. What a format does not
+record is listed in ``not_recorded`` rather than invented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+ObservedKind = Literal[
+    "instruction",  # a system prompt, an injected instruction file, a demonstration
+    "task",  # what the user asked (an issue text, a typed prompt)
+    "file-read",  # lines of a file, with their range
+    "search",  # a search's output: file names or path:line hits
+    "command-output",  # a command's output (a test run, a traceback)
+    "tool-output",  # another tool's result
+    "model-output",  # what the model itself wrote earlier (it sees it again)
+    "summary",  # a compaction summary standing for earlier context
+]
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A file named in context without its content lines (a search hit, a traceback frame)."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One piece of context the model could see, as it saw it."""
+
+    kind: ObservedKind
+    text: str
+    ref: str
+    """Where it is in the source file (``history[7]``, ``line 12``)."""
+    tool: str | None = None
+    """The tool whose result this is, as the agent named it (``open``, ``Read``, ``bash``)."""
+    path: str | None = None
+    """The file whose lines these are (``file-read``)."""
+    line_start: int | None = None
+    line_end: int | None = None
+    mentions: tuple[Mention, ...] = ()
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One call of the model: the context items it could see and what it answered."""
+
+    number: int
+    """1-based, in the order of the session."""
+    visible_from: int
+    visible_to: int
+    """It saw ``items[visible_from:visible_to]``."""
+    response: str
+    tool_calls: tuple[str, ...] = ()
+    """The tools it called (names with a short argument summary), in order."""
+    ref: str = ""
+    at: datetime | None = None
+    replaced: tuple[int, int] | None = None
+    """Items an earlier compaction replaced (``items[a:b]``), when this call is the first after it."""
+
+
+@dataclass
+class ImportedSession:
+    """One agent session, read from one file (and the files that belong to it)."""
+
+    format: str
+    """``swe-agent``, ``claude-code``, ``codex`` or ``openhands``."""
+    session_id: str
+    cwd: str | None
+    title: str
+    items: list[Observed] = field(default_factory=list)
+    calls: list[ModelCall] = field(default_factory=list)
+    agent: str = ""
+    model: str | None = None
+    not_recorded: tuple[str, ...] = ()
+    """What the format does not record (stated, not invented)."""
+    unknown: dict[str, int] = field(default_factory=dict)
+    """Entries of types this importer does not know, counted by type (never fatal)."""
+
+    def visible(self, call: ModelCall) -> list[Observed]:
+        return self.items[call.visible_from : call.visible_to]
+
+    def first_seen(self, path: str) -> tuple[ModelCall, Observed] | None:
+        """The first call that saw lines of ``path``, with the item that held them."""
+        for call in self.calls:
+            for item in self.visible(call):
+                if item.kind == "file-read" and item.path == path:
+                    return call, item
+        return None
+
+    def first_mentioned(self, path: str) -> tuple[ModelCall, Observed] | None:
+        """The first call that saw ``path`` named (a hit, a frame, a file list) or read."""
+        for call in self.calls:
+            for item in self.visible(call):
+                if item.path == path or any(m.path == path for m in item.mentions):
+                    return call, item
+        return None

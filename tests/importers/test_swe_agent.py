@@ -1,0 +1,78 @@
+"""SWE-agent trajectories read into the neutral model: the real GPT-4 runs of the shared
+fixtures (0.x text actions on pydicom; 1.x function calling on SWE-agent's test repo)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scopelens.core.errors import InvalidInputError, UnreadableFileError
+from scopelens.core.importers.detect import read_session_file, read_sessions
+from scopelens.core.importers.model import Mention
+from scopelens.core.importers.swe_agent import parse_swe_agent
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "sessions" / "swe-agent"
+PYDICOM = SHARED / "pydicom__pydicom-1458.traj"
+FUNCTION_CALLING = SHARED / "6e44b9__sweagenttestrepo-1c2844.function_calling.traj"
+GOLD = "pydicom/pixel_data_handlers/numpy_handler.py"
+
+
+def test_the_pydicom_run_shows_when_the_gold_file_was_seen() -> None:
+    session = read_session_file(PYDICOM)
+    assert (session.format, session.agent, session.cwd) == ("swe-agent", "SWE-agent 0.x", "/pydicom__pydicom")
+    assert session.title == "Pixel Representation attribute should be optional for pixel data handler"
+    assert len(session.calls) == 12 and [c.number for c in session.calls] == list(range(1, 13))
+    kinds = [item.kind for item in session.items[:3]]
+    assert kinds == ["instruction", "instruction", "task"]  # system prompt, demonstration, the issue
+    assert session.items[1].tool == "demonstration"
+    # the agent opened numpy_handler.py at line 293: a window of lines 273-372, seen by call 6
+    call, item = session.first_seen(GOLD)
+    assert (call.number, item.tool, item.line_start, item.line_end, item.ref) == (6, "open", 273, 372, "history[12]")
+    assert "293:" in item.text
+    # named before that: find_file listed it (call 5 saw the list), and a traceback frame earlier?
+    mentioned_call, mentioned = session.first_mentioned(GOLD)
+    assert mentioned_call.number <= 5 and mentioned.kind in ("search", "command-output")
+    search = next(i for i in session.items if i.kind == "search")
+    assert search.tool == "find_file" and Mention(GOLD) in search.mentions
+    assert Mention("pydicom/overlays/numpy_handler.py") in search.mentions
+    # every call sees everything before it (no compaction in SWE-agent)
+    assert all(c.visible_from == 0 for c in session.calls)
+    assert session.calls[4].tool_calls == ("open pydicom/pixel_data_handlers/numpy_handler.py 293",)
+    assert any("exact model input" in note for note in session.not_recorded)
+
+
+def test_a_function_calling_run_reads_tool_calls_and_tool_messages() -> None:
+    session = read_session_file(FUNCTION_CALLING)
+    assert (session.agent, session.model, session.cwd) == ("SWE-agent 1.x", "gpt-4o", "/SWE-agent__test-repo")
+    assert [c.tool_calls[0].split()[0] for c in session.calls] == ["find_file", "open", "edit", "bash"]
+    call, item = session.first_seen("tests/missing_colon.py")
+    assert (call.number, item.tool, item.line_start, item.line_end) == (3, "open", 1, 10)
+    assert session.first_mentioned("tests/missing_colon.py")[0].number == 2  # the find_file hit
+
+
+def test_a_directory_of_trajectories(tmp_path: Path) -> None:
+    for source in (PYDICOM, FUNCTION_CALLING):
+        (tmp_path / source.name).write_bytes(source.read_bytes())
+    (tmp_path / "notes.txt").write_text("not a session")
+    assert [s.session_id for s in read_sessions(tmp_path)] == [
+        "6e44b9__sweagenttestrepo-1c2844.function_calling", "pydicom__pydicom-1458",
+    ]
+
+
+def test_a_truncated_trajectory_names_the_file_and_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.traj"
+    text = PYDICOM.read_text()
+    broken.write_text(text[: len(text) // 2])
+    with pytest.raises(UnreadableFileError, match=r"broken\.traj:\d+: not valid JSON .*nothing was imported"):
+        read_session_file(broken)
+
+
+def test_a_message_without_a_role_names_its_entry() -> None:
+    data = json.loads(PYDICOM.read_text())
+    del data["history"][3]["role"]
+    with pytest.raises(InvalidInputError, match=r"x\.traj: history\[3\] is not a message with a role"):
+        parse_swe_agent(data, name="x.traj")
+    with pytest.raises(InvalidInputError, match="not a SWE-agent trajectory"):
+        parse_swe_agent({"history": []}, name="x.traj")

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from scopelens.core.errors import UnreadableFileError
 from scopelens.core.importers.model import ImportedSession, Mention, ModelCall, Observed, ObservedKind
-from scopelens.core.importers.observations import cat_n_range, mentions_in, relative_to
+from scopelens.core.importers.observations import cat_n_range, json_object, mentions_in, parse_timestamp, relative_to
 
 CONVERSATION_TYPES = frozenset({"user", "assistant", "system"})
 INJECTED_TAGS = ("<system-reminder>", "<command-name>", "<local-command-stdout>", "<ide_opened_file>",
@@ -123,8 +123,8 @@ def _read_conversation(session: ImportedSession, chain: list[tuple[int, dict[str
     response_id: str | None = None
     for number, entry in chain:
         ref = f"line {number}"
-        at = _time(entry.get("timestamp"))
-        message = _dict(entry.get("message"))
+        at = parse_timestamp(entry.get("timestamp"))
+        message = json_object(entry.get("message"))
         kind = entry.get("type")
         if kind == "system":
             if entry.get("subtype") == "compact_boundary":
@@ -165,7 +165,7 @@ def _assistant_blocks(content: object, tools: dict[str, tuple[str, dict[str, Any
             texts.append(str(block.get("text") or ""))
         elif isinstance(block, dict) and block.get("type") == "tool_use":
             tool = str(block.get("name") or "?")
-            arguments = _dict(block.get("input"))
+            arguments = json_object(block.get("input"))
             tools[str(block.get("id"))] = (tool, arguments)
             calls.append(f"{tool} {_argument_summary(tool, arguments)}".strip()[:120])
     return "\n".join(t for t in texts if t), tuple(calls)
@@ -216,7 +216,7 @@ def _tool_result(
     tool: str, arguments: dict[str, Any], text: str, structured: object, cwd: str | None, ref: str, at: datetime | None
 ) -> Observed:
     if tool == "Read":
-        read = _dict(_dict(structured).get("file"))
+        read = json_object(json_object(structured).get("file"))
         path = read.get("filePath") or arguments.get("file_path")
         span = None
         if isinstance(read.get("startLine"), int) and isinstance(read.get("numLines"), int) and read["numLines"] > 0:
@@ -231,18 +231,3 @@ def _tool_result(
         return Observed("search", text, ref, tool=tool, mentions=mentions or mentions_in(text, cwd), at=at)
     kind: ObservedKind = "command-output" if tool == "Bash" else "tool-output"
     return Observed(kind, text, ref, tool=tool, mentions=mentions_in(text, cwd), at=at)
-
-
-def _dict(value: object) -> dict[str, Any]:
-    """``value`` if it is a JSON object, else an empty one (fields of unknown shape)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -3,9 +3,10 @@
 ``read_sessions(path)`` reads one file, or every session file of a directory (a Claude Code
 project directory, a folder of SWE-agent trajectories), in name order. The format is told
 from the content, not the name: a JSON object with ``history`` and ``trajectory`` lists is a
-SWE-agent trajectory; JSON lines with ``uuid``-carrying ``user``/``assistant`` entries are a
-Claude Code transcript; ``{timestamp, type, payload}`` lines are a Codex rollout and a JSON
-list of events an OpenHands trajectory (both recognised, not imported yet: said so).
+SWE-agent trajectory; a JSON list of events an OpenHands (V0) trajectory; JSON lines with
+``uuid``-carrying ``user``/``assistant`` entries are a Claude Code transcript, and
+``{timestamp, type, payload}`` lines (or a bare ``{id, instructions}`` first line) a Codex
+rollout.
 Every failure is one line naming the file (and the line or entry), before anything is kept.
 """
 
@@ -17,11 +18,12 @@ from typing import Any
 
 from scopelens.core.errors import InvalidInputError, UnreadableFileError
 from scopelens.core.importers.claude_code import looks_like_claude_code, parse_claude_code, parse_lines
+from scopelens.core.importers.codex import looks_like_codex, parse_codex
 from scopelens.core.importers.model import ImportedSession
+from scopelens.core.importers.openhands import looks_like_openhands, parse_openhands
 from scopelens.core.importers.swe_agent import looks_like_swe_agent, parse_swe_agent
 
 FORMATS = ("swe-agent", "claude-code", "codex", "openhands")
-IMPORTED = ("swe-agent", "claude-code")
 SESSION_SUFFIXES = (".traj", ".jsonl", ".json")
 
 
@@ -47,11 +49,21 @@ def read_session_file(path: Path, *, format: str | None = None) -> ImportedSessi
         raise UnreadableFileError(f"{path}: cannot be read ({exc})") from None
     name = str(path)
     found = format or detect_format(text, name)
-    if found not in IMPORTED:
-        raise InvalidInputError(f"{name}: {found} sessions are recognised but not imported by this version yet")
+    session = _parse(found, text, name)
+    if not session.items and not session.calls:
+        raise InvalidInputError(f"{name}: no {found} conversation in this file (is it another format?)")
+    return session
+
+
+def _parse(found: str, text: str, name: str) -> ImportedSession:
     if found == "swe-agent":
         return parse_swe_agent(_json_document(text, name), name=name)
-    return parse_claude_code(parse_lines(text.splitlines(), name=name), name=name)
+    if found == "openhands":
+        return parse_openhands(_json_document(text, name), name=name)
+    entries = parse_lines(text.splitlines(), name=name)
+    if found == "codex":
+        return parse_codex(entries, name=name)
+    return parse_claude_code(entries, name=name)
 
 
 def detect_format(text: str, name: str) -> str:
@@ -65,7 +77,7 @@ def detect_format(text: str, name: str) -> str:
         document = _json_document(text, name)
         if looks_like_swe_agent(document):
             return "swe-agent"
-        if isinstance(document, list) and any(_is_event(entry) for entry in document[:20]):
+        if looks_like_openhands(document):
             return "openhands"
         raise InvalidInputError(f"{name}: a JSON document of no known session format (pass --format to say which)")
     if "\n" not in stripped.rstrip():
@@ -75,7 +87,7 @@ def detect_format(text: str, name: str) -> str:
     entries = parse_lines(text.splitlines(), name=name)
     if looks_like_claude_code(entries):
         return "claude-code"
-    if any({"timestamp", "type", "payload"} <= entry.keys() for _, entry in entries[:20]):
+    if looks_like_codex(entries):
         return "codex"
     raise InvalidInputError(f"{name}: JSON lines of no known session format (pass --format to say which)")
 
@@ -95,7 +107,3 @@ def _is_json_object(line: str) -> bool:
     except json.JSONDecodeError:
         return False
 
-
-def _is_event(entry: object) -> bool:
-    """An OpenHands V0 trajectory event (``action`` or ``observation``)."""
-    return isinstance(entry, dict) and ("action" in entry or "observation" in entry)

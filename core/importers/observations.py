@@ -19,6 +19,8 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 from scopelens.core.importers.model import Mention
 
@@ -103,3 +105,19 @@ def mentions_in(text: str, cwd: str | None, *, exclude: Iterable[str] = ()) -> t
         if entry is not None and current is not None:
             add(current, int(entry.group("line")))
     return tuple(Mention(path, line) for path, line in found)
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """An ISO-8601 / RFC 3339 time (``Z`` or an offset) as aware UTC; ``None`` when it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def json_object(value: object) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (fields of unknown shape)."""
+    return value if isinstance(value, dict) else {}

@@ -1,5 +1,5 @@
-"""The format of a session file is told from its content; unknown and not-yet-imported
-formats are said so in one line."""
+"""The format of a session file is told from its content; a wrong or unknown one is said in
+one line naming the file."""
 
 from __future__ import annotations
 
@@ -9,18 +9,23 @@ from pathlib import Path
 import pytest
 
 from scopelens.core.errors import InvalidInputError
-from scopelens.core.importers.detect import detect_format, read_sessions
+from scopelens.core.importers.detect import detect_format, read_session_file, read_sessions
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
 
 
-def test_codex_and_openhands_are_recognised_not_imported(tmp_path: Path) -> None:
-    codex = tmp_path / "rollout.jsonl"
-    codex.write_text(json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {}}) + "\n")
-    assert detect_format(codex.read_text(), "r") == "codex"
-    with pytest.raises(InvalidInputError, match=r"rollout\.jsonl: codex sessions are recognised but not imported"):
-        read_sessions(codex)
-    openhands = tmp_path / "trajectory.json"
-    openhands.write_text(json.dumps([{"id": 0, "action": "message", "message": "hi"}]))
-    assert detect_format(openhands.read_text(), "t") == "openhands"
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("codex/synthetic_rollout.jsonl", "codex"),
+        ("codex/synthetic_legacy_rollout.jsonl", "codex"),
+        ("openhands/basic.json", "openhands"),
+        ("claude-code/synthetic_read_grep_compact.jsonl", "claude-code"),
+    ],
+)
+def test_each_fixture_is_told_from_its_content(path: str, expected: str) -> None:
+    assert detect_format((FIXTURES / path).read_text(), path) == expected
+    assert read_session_file(FIXTURES / path).format == expected
 
 
 def test_unknown_content_and_formats(tmp_path: Path) -> None:
@@ -34,3 +39,7 @@ def test_unknown_content_and_formats(tmp_path: Path) -> None:
         read_sessions(lines)
     with pytest.raises(InvalidInputError, match="unknown format 'aider'"):
         read_sessions(lines, format="aider")
+    with pytest.raises(InvalidInputError, match=r"other\.jsonl: no claude-code conversation in this file"):
+        read_sessions(lines, format="claude-code")
+    with pytest.raises(InvalidInputError, match="not a SWE-agent trajectory"):
+        read_sessions(FIXTURES / "openhands" / "basic.json", format="swe-agent")

@@ -33,7 +33,14 @@ from typing import Any
 
 from scopelens.core.errors import UnreadableFileError
 from scopelens.core.importers.model import ImportedSession, Mention, ModelCall, Observed, ObservedKind
-from scopelens.core.importers.observations import cat_n_range, json_object, mentions_in, parse_timestamp, relative_to
+from scopelens.core.importers.observations import (
+    cat_n_range,
+    json_object,
+    mentions_in,
+    parse_timestamp,
+    relative_to,
+    string,
+)
 
 CONVERSATION_TYPES = frozenset({"user", "assistant", "system"})
 INJECTED_TAGS = ("<system-reminder>", "<command-name>", "<local-command-stdout>", "<ide_opened_file>",
@@ -72,9 +79,9 @@ def parse_claude_code(entries: list[tuple[int, dict[str, Any]]], *, name: str) -
     conversation: list[tuple[int, dict[str, Any]]] = []
     seen: set[str] = set()
     for number, entry in entries:
-        kind = entry.get("type")
+        kind = string(entry.get("type"))
         if kind == "summary":
-            session.title = session.title or str(entry.get("summary") or "")
+            session.title = session.title or string(entry.get("summary"))
         elif kind in CONVERSATION_TYPES:
             uuid = entry.get("uuid")
             if isinstance(uuid, str):
@@ -82,12 +89,12 @@ def parse_claude_code(entries: list[tuple[int, dict[str, Any]]], *, name: str) -
                     continue
                 seen.add(uuid)
             conversation.append((number, entry))
-            session.session_id = session.session_id or str(entry.get("sessionId") or "")
+            session.session_id = session.session_id or string(entry.get("sessionId"))
             session.cwd = session.cwd or (str(entry["cwd"]) if isinstance(entry.get("cwd"), str) else None)
-            if entry.get("version") and "version" not in session.agent:
+            if string(entry.get("version")) and session.agent == "Claude Code":
                 session.agent = f"Claude Code {entry['version']}"
         else:
-            label = str(kind) if kind is not None else "(no type)"
+            label = kind or "(no type)"
             session.unknown[label] = session.unknown.get(label, 0) + 1
     session.session_id = session.session_id or name.rsplit("/", 1)[-1].removesuffix(".jsonl")
     _read_conversation(session, _main_chain(conversation), name)
@@ -162,7 +169,7 @@ def _assistant_blocks(content: object, tools: dict[str, tuple[str, dict[str, Any
         if isinstance(block, str):
             texts.append(block)
         elif isinstance(block, dict) and block.get("type") == "text":
-            texts.append(str(block.get("text") or ""))
+            texts.append(string(block.get("text")))
         elif isinstance(block, dict) and block.get("type") == "tool_use":
             tool = str(block.get("name") or "?")
             arguments = json_object(block.get("input"))
@@ -189,7 +196,7 @@ def _user_items(
         if not isinstance(block, dict):
             continue
         if block.get("type") == "text":
-            items.append(_typed(str(block.get("text") or ""), entry, cwd, ref, at))
+            items.append(_typed(string(block.get("text")), entry, cwd, ref, at))
         elif block.get("type") == "tool_result":
             tool, arguments = tools.get(str(block.get("tool_use_id")), ("?", {}))
             items.append(_tool_result(tool, arguments, _result_text(block.get("content")), entry.get("toolUseResult"),
@@ -208,7 +215,7 @@ def _result_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(part.get("text") or "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+        return "\n".join(string(part.get("text")) for part in content if isinstance(part, dict) and part.get("type") == "text")
     return ""
 
 

@@ -37,6 +37,7 @@ from scopelens.core.importers.observations import (
     mentions_in,
     parse_timestamp,
     relative_to,
+    string,
 )
 
 OUTPUT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
@@ -61,7 +62,7 @@ def parse_codex(entries: list[tuple[int, dict[str, Any]]], *, name: str) -> Impo
         ref = f"line {number}"
         at = parse_timestamp(entry.get("timestamp"))
         if "payload" in entry and "type" in entry:
-            kind, payload = entry["type"], json_object(entry["payload"])
+            kind, payload = string(entry["type"]), json_object(entry["payload"])
         elif number == entries[0][0] and "instructions" in entry:
             kind, payload = "session_meta", {"id": entry.get("id"), "instructions": entry.get("instructions")}
         elif "record_type" in entry:
@@ -74,14 +75,14 @@ def parse_codex(entries: list[tuple[int, dict[str, Any]]], *, name: str) -> Impo
         if kind == "session_meta":
             reader.meta(payload, ref, at)
         elif kind == "turn_context":
-            session.model = session.model or (str(payload["model"]) if payload.get("model") else None)
-            session.cwd = session.cwd or (str(payload["cwd"]) if payload.get("cwd") else None)
+            session.model = session.model or string(payload.get("model")) or None
+            session.cwd = session.cwd or string(payload.get("cwd")) or None
         elif kind == "response_item":
             reader.item(payload, ref, at)
         elif kind == "compacted":
             reader.compacted(payload, ref, at)
         elif kind != "event_msg":
-            session.unknown[str(kind)] = session.unknown.get(str(kind), 0) + 1
+            session.unknown[kind or "(no type)"] = session.unknown.get(kind or "(no type)", 0) + 1
     session.session_id = session.session_id or name.rsplit("/", 1)[-1].removesuffix(".jsonl")
     return session
 
@@ -97,9 +98,9 @@ class _Reader:
 
     def meta(self, payload: dict[str, Any], ref: str, at: datetime | None) -> None:
         session = self.session
-        session.session_id = session.session_id or str(payload.get("id") or "")
-        session.cwd = session.cwd or (str(payload["cwd"]) if payload.get("cwd") else None)
-        if payload.get("cli_version"):
+        session.session_id = session.session_id or string(payload.get("id"))
+        session.cwd = session.cwd or string(payload.get("cwd")) or None
+        if string(payload.get("cli_version")):
             session.agent = f"Codex CLI {payload['cli_version']}"
         base = payload.get("base_instructions")
         text = base.get("text") if isinstance(base, dict) else payload.get("instructions")
@@ -109,8 +110,8 @@ class _Reader:
             session.not_recorded = (*session.not_recorded, "the system prompt (no base_instructions in session_meta)")
 
     def item(self, payload: dict[str, Any], ref: str, at: datetime | None) -> None:
-        kind = payload.get("type")
-        role = payload.get("role")
+        kind = string(payload.get("type"))
+        role = string(payload.get("role"))
         if kind == "message" and role == "assistant":
             self._output(_message_text(payload), (), ref, at)
         elif kind in OUTPUT_ITEMS:
@@ -190,9 +191,9 @@ class _Reader:
     def _result(self, payload: dict[str, Any], ref: str, at: datetime | None) -> Observed:
         output = payload.get("output")
         if isinstance(output, list):
-            text = "\n".join(str(p.get("text") or "") for p in output if isinstance(p, dict))
+            text = "\n".join(string(p.get("text")) for p in output if isinstance(p, dict))
         elif isinstance(output, dict):
-            text = str(output.get("content") or "")
+            text = string(output.get("content"))
         else:
             text = _unwrapped(str(output or ""))
         tool, arguments = self.calls.get(str(payload.get("call_id")), ("?", {}))
@@ -228,7 +229,7 @@ def _message_text(payload: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(p.get("text") or "") for p in content if isinstance(p, dict) and "text" in p)
+        return "\n".join(string(p.get("text")) for p in content if isinstance(p, dict))
     return ""
 
 

@@ -121,3 +121,13 @@ def parse_timestamp(value: object) -> datetime | None:
 def json_object(value: object) -> dict[str, Any]:
     """``value`` if it is a JSON object, else an empty one (fields of unknown shape)."""
     return value if isinstance(value, dict) else {}
+
+
+def json_list(value: object) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def string(value: object) -> str:
+    """``value`` if it is a string, else ``""`` (a field of unknown shape)."""
+    return value if isinstance(value, str) else ""

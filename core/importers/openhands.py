@@ -27,7 +27,7 @@ from typing import Any
 
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.importers.model import ImportedSession, Mention, ModelCall, Observed, ObservedKind
-from scopelens.core.importers.observations import cat_n_range, json_object, mentions_in, relative_to
+from scopelens.core.importers.observations import cat_n_range, json_list, json_object, mentions_in, relative_to, string
 
 WORKSPACE = "/workspace"
 SILENT = frozenset({"agent_state_changed", "change_agent_state", "null", "pause", "resume"})
@@ -59,19 +59,19 @@ def parse_openhands(document: object, *, name: str) -> ImportedSession:
             raise InvalidInputError(f"{name}: event [{index}] is not a JSON object")
         ref = f"event {event.get('id', index)}"
         args = json_object(event.get("args"))
-        action, observation = event.get("action"), event.get("observation")
+        action, observation = _name(event.get("action")), _name(event.get("observation"))
         if action == "condensation":
             replaced = (visible_from, len(session.items))
             visible_from = len(session.items)
-            summary = str(args.get("summary") or "")
+            summary = string(args.get("summary"))
             if summary:
                 session.items.append(Observed("summary", summary, ref))
             response_id = None
         elif action == "system":
-            session.items.append(Observed("instruction", str(args.get("content") or ""), ref, tool="system"))
+            session.items.append(Observed("instruction", string(args.get("content")), ref, tool="system"))
         elif action is not None and event.get("source") == "user":
             if action == "message":
-                text = str(args.get("content") or "")
+                text = string(args.get("content"))
                 if not session.title and text.strip():
                     session.title = text.strip().splitlines()[0][:120]
                 session.items.append(Observed("task", text, ref, mentions=mentions_in(text, WORKSPACE)))
@@ -102,7 +102,7 @@ def _agent_action(
     metadata = json_object(event.get("tool_call_metadata"))
     model_response = json_object(metadata.get("model_response"))
     this_response = str(model_response["id"]) if model_response.get("id") else None
-    text = str(args.get("thought") or args.get("content") or "")
+    text = string(args.get("thought")) or string(args.get("content"))
     tool = str(metadata.get("function_name") or event.get("action"))
     detail = next((str(args[k]) for k in ("command", "path", "code", "query") if args.get(k)), "")
     summary = f"{tool} {detail.splitlines()[0] if detail else ''}".strip()[:120]
@@ -119,7 +119,7 @@ def _agent_action(
 
 
 def _observation(kind: str, event: dict[str, Any], ref: str) -> Observed | None:
-    content = str(event.get("content") or "")
+    content = string(event.get("content"))
     extras = json_object(event.get("extras"))
     path = extras.get("path") if isinstance(extras.get("path"), str) else None
     tool = str(json_object(event.get("tool_call_metadata")).get("function_name") or kind)
@@ -142,9 +142,16 @@ def _observation(kind: str, event: dict[str, Any], ref: str) -> Observed | None:
     return None
 
 
+def _name(value: object) -> str | None:
+    """An action's or observation's name; ``None`` when absent, ``"(invalid)"`` when not text."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else "(invalid)"
+
+
 def _recalled(extras: dict[str, Any]) -> str:
-    parts = [str(extras.get("repo_instructions") or "")]
-    for knowledge in extras.get("microagent_knowledge") or []:
+    parts = [string(extras.get("repo_instructions"))]
+    for knowledge in json_list(extras.get("microagent_knowledge")):
         if isinstance(knowledge, dict):
             parts.append(f"{knowledge.get('name', '')}: {knowledge.get('content', '')}")
     return "\n\n".join(part for part in parts if part)

@@ -28,7 +28,7 @@ from typing import Any
 
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.importers.model import ImportedSession, ModelCall, Observed, ObservedKind
-from scopelens.core.importers.observations import mentions_in, relative_to, swe_file_view
+from scopelens.core.importers.observations import json_object, mentions_in, relative_to, string, swe_file_view
 
 SEARCH_TOOLS = frozenset({"find_file", "search_dir", "search_file", "grep", "rg", "find"})
 FILE_TOOLS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "str_replace_editor"})
@@ -62,12 +62,12 @@ def parse_swe_agent(data: object, *, name: str) -> ImportedSession:
         if not isinstance(message, dict) or "role" not in message:
             raise InvalidInputError(f"{name}: history[{index}] is not a message with a role")
         ref = f"history[{index}]"
-        role = message["role"]
+        role = string(message["role"])
         text = _text(message.get("content"), name, ref)
         if role == "system":
             session.items.append(Observed("instruction", text, ref))
         elif role == "assistant":
-            action = str(message.get("action") or "").strip()
+            action = string(message.get("action")).strip()
             tools = _tool_calls(message) or ((action.splitlines()[0][:120],) if action else ())
             last_tool = (tools[0].split()[0] if tools and tools[0] else None)
             session.calls.append(ModelCall(len(session.calls) + 1, 0, len(session.items), text, tools, ref))
@@ -120,8 +120,8 @@ def _tool_calls(message: dict[str, Any]) -> tuple[str, ...]:
         return ()
     out = []
     for call in calls:
-        function = call.get("function", {}) if isinstance(call, dict) else {}
-        tool = str(function.get("name") or "?")
+        function = json_object(json_object(call).get("function"))
+        tool = string(function.get("name")) or "?"
         try:
             arguments = json.loads(function.get("arguments") or "{}")
         except (TypeError, ValueError):

@@ -106,3 +106,29 @@ class ImportedSession:
                 if item.path == path or any(m.path == path for m in item.mentions):
                     return call, item
         return None
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """Whether a session's model ever saw a file's lines, only its name, or neither."""
+
+    path: str
+    status: Literal["seen", "mentioned", "never"]
+    call: int | None = None
+    """The first call that saw it (or, mentioned only, that saw its name)."""
+    item: Observed | None = None
+    """The item that showed it: its kind, tool, line range and place in the source file."""
+    mentioned_at: int | None = None
+    """When seen: the first call that saw its name, if earlier than its lines."""
+
+
+def sighting(session: ImportedSession, path: str) -> Sighting:
+    """Where in ``session`` the model first saw ``path`` (relative to the working directory)."""
+    seen = session.first_seen(path)
+    named = session.first_mentioned(path)
+    if seen is not None:
+        earlier = named[0].number if named is not None and named[0].number < seen[0].number else None
+        return Sighting(path, "seen", seen[0].number, seen[1], earlier)
+    if named is not None:
+        return Sighting(path, "mentioned", named[0].number, named[1])
+    return Sighting(path, "never")

@@ -20,6 +20,7 @@ from scopelens.core.errors import InvalidInputError, UnreadableFileError
 from scopelens.core.importers.claude_code import looks_like_claude_code, parse_claude_code, parse_lines
 from scopelens.core.importers.codex import looks_like_codex, parse_codex
 from scopelens.core.importers.model import ImportedSession
+from scopelens.core.importers.observations import read_text_file
 from scopelens.core.importers.openhands import looks_like_openhands, parse_openhands
 from scopelens.core.importers.swe_agent import looks_like_swe_agent, parse_swe_agent
 
@@ -41,12 +42,7 @@ def read_sessions(path: Path, *, format: str | None = None) -> list[ImportedSess
 
 def read_session_file(path: Path, *, format: str | None = None) -> ImportedSession:
     """One session file, parsed (``format`` given, or told from the content)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UnreadableFileError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UnreadableFileError(f"{path}: cannot be read ({exc})") from None
+    text = read_text_file(path)
     name = str(path)
     found = format or detect_format(text, name)
     session = _parse(found, text, name)

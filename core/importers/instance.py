@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scopelens.core.errors import InvalidInputError, UnreadableFileError
-from scopelens.core.importers.observations import json_object, string
+from scopelens.core.importers.observations import json_object, read_text_file, string
 
 _DIFF_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
 
@@ -27,11 +27,7 @@ class Instance:
 def read_instance(path: Path) -> Instance:
     """The instance in ``path``; one line naming the file when it is not one."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UnreadableFileError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UnreadableFileError(f"{path}: cannot be read ({exc})") from None
+        document = json.loads(read_text_file(path))
     except json.JSONDecodeError as exc:
         raise UnreadableFileError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if isinstance(document, list) and len(document) == 1:

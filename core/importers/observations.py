@@ -20,8 +20,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from scopelens.core.errors import UnreadableFileError
 from scopelens.core.importers.model import Mention
 
 _SWE_FILE_HEADER = re.compile(r"^\[File: (?P<path>.+?) \((?P<total>\d+) lines total\)\]\s*$", re.M)
@@ -131,3 +133,13 @@ def json_list(value: object) -> list[Any]:
 def string(value: object) -> str:
     """``value`` if it is a string, else ``""`` (a field of unknown shape)."""
     return value if isinstance(value, str) else ""
+
+
+def read_text_file(path: Path) -> str:
+    """A session or instance file's text; one line naming the file when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UnreadableFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnreadableFileError(f"{path}: cannot be read ({exc})") from None

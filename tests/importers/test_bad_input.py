@@ -16,7 +16,7 @@ from scopelens.core.errors import ScopelensError
 from scopelens.core.importers.detect import read_session_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "sessions"
+SHARED = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
 FILES = [
     SHARED / "swe-agent" / "6e44b9__sweagenttestrepo-1c2844.function_calling.traj",
     SHARED / "claude-code" / "sample_session.jsonl",

@@ -14,7 +14,7 @@ from scopelens.core.importers.model import Mention
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "claude-code"
 SYNTHETIC = FIXTURES / "synthetic_read_grep_compact.jsonl"
-SHARED_SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "sessions" / "claude-code" / "sample_session.jsonl"
+SHARED_SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "claude-code" / "sample_session.jsonl"
 
 
 def test_what_each_call_saw_in_the_synthetic_transcript() -> None:

@@ -13,7 +13,7 @@ from scopelens.core.importers.detect import read_session_file
 from scopelens.core.importers.instance import read_instance
 from scopelens.core.importers.model import sighting
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "sessions" / "swe-agent"
+SHARED = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "swe-agent"
 
 
 def test_the_gold_file_of_the_pydicom_run() -> None:

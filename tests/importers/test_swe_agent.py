@@ -1,4 +1,4 @@
-"""SWE-agent trajectories read into the neutral model: the real GPT-4 runs of the shared
+"""SWE-agent trajectories read into the neutral model: the real GPT-4 runs of the session
 fixtures (0.x text actions on pydicom; 1.x function calling on SWE-agent's test repo)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from scopelens.core.importers.detect import read_session_file, read_sessions
 from scopelens.core.importers.model import Mention
 from scopelens.core.importers.swe_agent import parse_swe_agent
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "sessions" / "swe-agent"
+SHARED = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "swe-agent"
 PYDICOM = SHARED / "pydicom__pydicom-1458.traj"
 FUNCTION_CALLING = SHARED / "6e44b9__sweagenttestrepo-1c2844.function_calling.traj"
 GOLD = "pydicom/pixel_data_handlers/numpy_handler.py"

@@ -13,6 +13,7 @@ Every failure is one line naming the file (and the line or entry), before anythi
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +29,38 @@ FORMATS = ("swe-agent", "claude-code", "codex", "openhands")
 SESSION_SUFFIXES = (".traj", ".jsonl", ".json")
 
 
-def read_sessions(path: Path, *, format: str | None = None) -> list[ImportedSession]:
-    """The sessions in ``path`` (a file or a directory of session files)."""
+class NotASessionError(InvalidInputError):
+    """A file of no known session format (as opposed to a broken session file)."""
+
+
+@dataclass
+class SessionFiles:
+    """What a file or directory held: its sessions, and the files of a directory that were
+    not sessions of a known format (a SWE-bench instance, a config file), with why."""
+
+    sessions: list[ImportedSession] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def read_sessions(path: Path, *, format: str | None = None) -> SessionFiles:
+    """The sessions in ``path``: one file (which must be a session), or every session file of
+    a directory (files of no known session format are skipped and listed; a session file
+    that is broken fails the whole read, naming it)."""
     if format is not None and format not in FORMATS:
         raise InvalidInputError(f"unknown format {format!r}: one of {', '.join(FORMATS)}")
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SESSION_SUFFIXES)
-        if not files:
-            raise UnreadableFileError(f"{path}: no session files (*.traj, *.jsonl, *.json) in this directory")
-        return [session for file in files for session in read_sessions(file, format=format)]
-    return [read_session_file(path, format=format)]
+    found = SessionFiles()
+    if not path.is_dir():
+        found.sessions.append(read_session_file(path, format=format))
+        return found
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SESSION_SUFFIXES)
+    for file in files:
+        try:
+            found.sessions.append(read_session_file(file, format=format))
+        except NotASessionError as exc:
+            found.skipped.append(str(exc))
+    if not found.sessions:
+        raise UnreadableFileError(f"{path}: no session files of a known format (*.traj, *.jsonl, *.json) in this directory")
+    return found
 
 
 def read_session_file(path: Path, *, format: str | None = None) -> ImportedSession:
@@ -75,7 +98,7 @@ def detect_format(text: str, name: str) -> str:
             return "swe-agent"
         if looks_like_openhands(document):
             return "openhands"
-        raise InvalidInputError(f"{name}: a JSON document of no known session format (pass --format to say which)")
+        raise NotASessionError(f"{name}: a JSON document of no known session format (pass --format to say which)")
     if "\n" not in stripped.rstrip():
         document = json.loads(first_line)
         if looks_like_swe_agent(document):
@@ -85,7 +108,7 @@ def detect_format(text: str, name: str) -> str:
         return "claude-code"
     if looks_like_codex(entries):
         return "codex"
-    raise InvalidInputError(f"{name}: JSON lines of no known session format (pass --format to say which)")
+    raise NotASessionError(f"{name}: JSON lines of no known session format (pass --format to say which)")
 
 
 def _json_document(text: str, name: str) -> Any:

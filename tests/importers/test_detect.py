@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scopelens.core.errors import InvalidInputError
+from scopelens.core.errors import InvalidInputError, UnreadableFileError
 from scopelens.core.importers.detect import detect_format, read_session_file, read_sessions
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
@@ -43,3 +43,10 @@ def test_unknown_content_and_formats(tmp_path: Path) -> None:
         read_sessions(lines, format="claude-code")
     with pytest.raises(InvalidInputError, match="not a SWE-agent trajectory"):
         read_sessions(FIXTURES / "openhands" / "basic.json", format="swe-agent")
+
+
+def test_a_broken_session_file_fails_a_directory_read(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text((FIXTURES / "codex" / "synthetic_rollout.jsonl").read_text())
+    (tmp_path / "b.jsonl").write_text((FIXTURES / "codex" / "synthetic_rollout.jsonl").read_text()[:-40])
+    with pytest.raises(UnreadableFileError, match=r"b\.jsonl:\d+: not valid JSON"):
+        read_sessions(tmp_path)

@@ -56,9 +56,12 @@ def test_a_directory_of_trajectories(tmp_path: Path) -> None:
     for source in (PYDICOM, FUNCTION_CALLING):
         (tmp_path / source.name).write_bytes(source.read_bytes())
     (tmp_path / "notes.txt").write_text("not a session")
-    assert [s.session_id for s in read_sessions(tmp_path)] == [
+    (tmp_path / "pydicom__pydicom-1458.instance.json").write_bytes((SHARED / "pydicom__pydicom-1458.instance.json").read_bytes())
+    found = read_sessions(tmp_path)
+    assert [s.session_id for s in found.sessions] == [
         "6e44b9__sweagenttestrepo-1c2844.function_calling", "pydicom__pydicom-1458",
     ]
+    assert len(found.skipped) == 1 and "instance.json: a JSON document of no known session format" in found.skipped[0]
 
 
 def test_a_truncated_trajectory_names_the_file_and_line(tmp_path: Path) -> None:

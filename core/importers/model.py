@@ -10,6 +10,7 @@ record is listed in ``not_recorded`` rather than invented.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -93,18 +94,23 @@ class ImportedSession:
 
     def first_seen(self, path: str) -> tuple[ModelCall, Observed] | None:
         """The first call that saw lines of ``path``, with the item that held them."""
-        for call in self.calls:
-            for item in self.visible(call):
-                if item.kind == "file-read" and item.path == path:
-                    return call, item
-        return None
+        return self._first_call_seeing([i for i, item in enumerate(self.items)
+                                        if item.kind == "file-read" and item.path == path])
 
     def first_mentioned(self, path: str) -> tuple[ModelCall, Observed] | None:
         """The first call that saw ``path`` named (a hit, a frame, a file list) or read."""
+        return self._first_call_seeing([i for i, item in enumerate(self.items)
+                                        if item.path == path or any(m.path == path for m in item.mentions)])
+
+    def _first_call_seeing(self, indexes: list[int]) -> tuple[ModelCall, Observed] | None:
+        """The first call whose visible slice holds one of ``indexes`` (ascending), with the
+        first such item: one pass over the calls, a bisection each."""
+        if not indexes:
+            return None
         for call in self.calls:
-            for item in self.visible(call):
-                if item.path == path or any(m.path == path for m in item.mentions):
-                    return call, item
+            k = bisect_left(indexes, call.visible_from)
+            if k < len(indexes) and indexes[k] < call.visible_to:
+                return call, self.items[indexes[k]]
         return None
 
 

@@ -4,7 +4,9 @@ Issue [7/9] asks that a 5,000-event session import in at most 10 s on the CI mac
 bench writes one session of ``--events`` entries in each format (Claude Code, Codex,
 SWE-agent, OpenHands), shaped like the fixtures (tool calls reading file ranges, searches,
 command output with tracebacks, a compaction every 1,000 entries where the format has one),
-and times reading each into the importers' model (``core/importers``), best of ``--reps``.
+and times reading each into the importers' model (``core/importers``), best of ``--reps``,
+against a named baseline measured in the same run: parsing the same file with ``json``
+alone (``json.loads`` of the document, or of every line).
 Writing the sessions to a store is not part of it yet (it is not built); the figure printed
 is the reading share of the target. ``--quick`` is the smoke run (500 events, one rep).
 """
@@ -90,6 +92,14 @@ def openhands(events: int) -> str:
     return json.dumps(out)
 
 
+def _json_only(path: Path) -> object:
+    """The baseline: the file parsed with ``json`` and nothing else."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return json.loads(text)
+
+
 WRITERS: dict[str, tuple[str, Callable[[int], str]]] = {
     "claude-code": (".jsonl", claude_code),
     "codex": (".jsonl", codex),
@@ -114,16 +124,21 @@ def main(argv: list[str] | None = None) -> int:
         for name, (suffix, write) in WRITERS.items():
             path = Path(tmp) / f"session{suffix}"
             path.write_text(write(args.events), encoding="utf-8")
-            times = []
+            times, baseline = [], []
             for _ in range(args.reps):
                 start = time.perf_counter()
                 session = read_session_file(path)
                 times.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                _json_only(path)
+                baseline.append(time.perf_counter() - start)
             assert session.format == name, (session.format, name)
             figures[name] = {"mb": round(path.stat().st_size / 1e6, 2), "read_s": round(min(times), 3),
+                             "json_s": round(min(baseline), 3), "ratio": round(min(times) / max(min(baseline), 1e-9), 2),
                              "calls": len(session.calls), "items": len(session.items)}
-            print(f"{name:12} {args.events} events, {figures[name]['mb']} MB: read in {figures[name]['read_s']} s "
-                  f"({figures[name]['calls']} calls, {figures[name]['items']} items)")
+            print(f"{name:12} {args.events} events, {figures[name]['mb']} MB: read in {figures[name]['read_s']} s, "
+                  f"json alone {figures[name]['json_s']} s ({figures[name]['ratio']}x); "
+                  f"{figures[name]['calls']} calls, {figures[name]['items']} items")
     slowest = max(f["read_s"] for f in figures.values())
     print(f"slowest read {slowest} s of the {TARGET_S:.0f} s an import may take (reading only; storing is not built yet)")
     if args.json:

@@ -97,7 +97,7 @@ def parse_claude_code(entries: list[tuple[int, dict[str, Any]]], *, name: str) -
             label = kind or "(no type)"
             session.unknown[label] = session.unknown.get(label, 0) + 1
     session.session_id = session.session_id or name.rsplit("/", 1)[-1].removesuffix(".jsonl")
-    _read_conversation(session, _main_chain(conversation), name)
+    _read_conversation(session, _main_chain(conversation))
     return session
 
 
@@ -122,7 +122,7 @@ def _main_chain(conversation: list[tuple[int, dict[str, Any]]]) -> list[tuple[in
     return chain
 
 
-def _read_conversation(session: ImportedSession, chain: list[tuple[int, dict[str, Any]]], name: str) -> None:
+def _read_conversation(session: ImportedSession, chain: list[tuple[int, dict[str, Any]]]) -> None:
     tools: dict[str, tuple[str, dict[str, Any]]] = {}
     """tool_use id -> (tool name, input)"""
     visible_from = 0

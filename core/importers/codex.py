@@ -42,7 +42,6 @@ from scopelens.core.importers.observations import (
 
 OUTPUT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 INJECTED = ("# AGENTS.md", "<environment_context>", "<user_instructions>", "<permissions", "<INSTRUCTIONS>")
-KNOWN_QUIET = frozenset({"event_msg", "turn_context", "session_meta", "response_item", "compacted"})
 NOT_RECORDED = ("tool schemas (except dynamic_tools)", "the exact request")
 _SED_RANGE = re.compile(r"^(\d+)(?:,(\d+))?p$")
 

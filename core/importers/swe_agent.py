@@ -28,10 +28,9 @@ from typing import Any
 
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.importers.model import ImportedSession, ModelCall, Observed, ObservedKind
-from scopelens.core.importers.observations import json_object, mentions_in, relative_to, string, swe_file_view
+from scopelens.core.importers.observations import json_object, mentions_in, string, swe_file_view
 
 SEARCH_TOOLS = frozenset({"find_file", "search_dir", "search_file", "grep", "rg", "find"})
-FILE_TOOLS = frozenset({"open", "goto", "scroll_up", "scroll_down", "create", "edit", "str_replace_editor"})
 
 
 def looks_like_swe_agent(data: object) -> bool:
@@ -45,7 +44,7 @@ def parse_swe_agent(data: object, *, name: str) -> ImportedSession:
     assert isinstance(data, dict)
     steps: list[Any] = data["trajectory"]
     history: list[Any] = data["history"]
-    cwd = _working_dir(steps, name)
+    cwd = _working_dir(steps)
     info: dict[str, Any] = data["info"] if isinstance(data.get("info"), dict) else {}
     version = str(info.get("swe_agent_version") or ("0.x" if data.get("environment") == "swe_main" else "1.x"))
     session = ImportedSession(
@@ -131,7 +130,7 @@ def _tool_calls(message: dict[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _working_dir(steps: list[Any], name: str) -> str | None:
+def _working_dir(steps: list[Any]) -> str | None:
     for step in steps:
         state = step.get("state") if isinstance(step, dict) else None
         if isinstance(state, str):
@@ -183,7 +182,3 @@ def _not_recorded(steps: list[Any]) -> tuple[str, ...]:
         )
     return tuple(missing)
 
-
-def relative(path: str, session: ImportedSession) -> str:
-    """``path`` relative to the session's working directory (for callers naming a file)."""
-    return relative_to(path, session.cwd)

@@ -48,8 +48,6 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
-from sqlalchemy import func
-from sqlalchemy import select as sa_select  # sqlmodel's select is typed for up to four columns
 from sqlalchemy import text as sa_text
 from sqlmodel import col, select
 
@@ -58,7 +56,7 @@ from scopelens.core.index.timeutil import FOREVER
 from scopelens.core.pathmatch import normalise_prefix
 from scopelens.core.store.engine import SQLITE_BUSY_TIMEOUT_S, sqlite_path_of
 from scopelens.core.store.store import Store
-from scopelens.core.store.tables import IndexChunkRow, IndexDocumentRow, IndexPostingRow, IndexRunRow, IndexSegmentRow
+from scopelens.core.store.tables import IndexPostingRow
 from scopelens.core.vocab import Source
 
 BM25_K1 = 1.2
@@ -349,43 +347,49 @@ class Scorer:
 
     # ------------------------------------------------------------------ loading
 
-    def _current_key(self, project: str | None) -> tuple[int, int]:
-        key = self._probe_key(project)
-        if key is not None:
-            return key
-        finished = col(IndexRunRow.finished_at).is_not(None)
-        runs = select(func.coalesce(func.max(col(IndexRunRow.id)), 0)).where(finished)
-        parts = (
-            select(func.coalesce(func.max(col(IndexSegmentRow.id)), 0))
-            .join(IndexRunRow, col(IndexRunRow.id) == col(IndexSegmentRow.run_id))
-            .where(finished)
-        )
-        if project is not None:
-            runs = runs.where(col(IndexRunRow.project) == project)
-            parts = parts.where(col(IndexRunRow.project) == project)
+    _KEY_SQL = (
+        "SELECT (SELECT coalesce(max(id), 0) FROM index_runs WHERE finished_at IS NOT NULL AND project = :project), "
+        "(SELECT coalesce(max(s.id), 0) FROM index_segments s JOIN index_runs r ON r.id = s.run_id "
+        "WHERE r.finished_at IS NOT NULL AND r.project = :project)"
+    )
+    _PROJECT_KEYS_SQL = (
+        "SELECT r.project, max(r.id), (SELECT coalesce(max(s.id), 0) FROM index_segments s "
+        "JOIN index_runs q ON q.id = s.run_id WHERE q.finished_at IS NOT NULL AND q.project = r.project) "
+        "FROM index_runs r WHERE r.finished_at IS NOT NULL GROUP BY r.project"
+    )
+    _VIEW_SQL = (
+        "SELECT id, branch, root, chunk_lo, chunk_hi FROM index_runs WHERE finished_at IS NOT NULL{runs} ORDER BY id",
+        "SELECT s.id, s.chunk_lo, s.chunk_hi FROM index_segments s JOIN index_runs r ON r.id = s.run_id "
+        "WHERE r.finished_at IS NOT NULL{parts} ORDER BY s.chunk_lo, s.id",
+        "SELECT c.id, c.run_id, c.path, c.token_count, d.valid_from, d.valid_to, d.source, c.symbol "
+        "FROM index_chunks c JOIN index_documents d ON d.id = c.document_id{chunks} ORDER BY c.id",
+    )
+    """A view's runs, index segments and chunk rows (finished runs only: a run is invisible
+    until its final commit, see run_writer.py; its chunks are those with a document row)."""
+
+    def _current_key(self, project: str) -> tuple[int, int]:
+        """A project's view key: (newest finished run, newest index segment of a finished run)."""
+        [[row]] = self._read([self._KEY_SQL], {"project": project})
+        return int(row[0]), int(row[1])
+
+    def _read(self, statements: Sequence[str], params: dict[str, object]) -> list[list[Any]]:
+        """The rows of each statement, read in one transaction: through the long-lived read-only
+        SQLite connection where there is one (SQLAlchemy cost about 5 ms more per view load,
+        which an unrelated project's run made every probe pay), else through the store, which
+        is also asked when that connection fails (it reports errors properly)."""
+        if self._probe_uri is not None:
+            with self._probe_lock:
+                try:
+                    connection = self._probe_connection()
+                    connection.execute("BEGIN")
+                    try:
+                        return [connection.execute(sql, params).fetchall() for sql in statements]
+                    finally:
+                        connection.execute("COMMIT")
+                except sqlite3.Error:
+                    pass
         with self.store.read() as conn:
-            return int(conn.execute(runs).scalar_one()), int(conn.execute(parts).scalar_one())
-
-    def _probe_key(self, project: str | None) -> tuple[int, int] | None:
-        """The view key through the long-lived read-only SQLite connection, if any.
-
-        ``None`` when the store is not a SQLite file or the probe fails; the caller then asks
-        through the engine, which reports errors properly.
-        """
-        if self._probe_uri is None:
-            return None
-        where = "" if project is None else " AND r.project = ?"
-        sql = (
-            "SELECT (SELECT coalesce(max(r.id), 0) FROM index_runs r WHERE r.finished_at IS NOT NULL" + where + "), "
-            "(SELECT coalesce(max(s.id), 0) FROM index_segments s JOIN index_runs r ON r.id = s.run_id "
-            "WHERE r.finished_at IS NOT NULL" + where + ")"
-        )
-        with self._probe_lock:
-            try:
-                rows = self._probe_connection().execute(sql, () if project is None else (project, project)).fetchall()
-            except sqlite3.Error:
-                return None
-        return int(rows[0][0]), int(rows[0][1])
+            return [list(conn.execute(sa_text(sql), params).all()) for sql in statements]
 
     def _probe_connection(self) -> sqlite3.Connection:
         """The long-lived read-only connection (opened on first use; hold ``_probe_lock``)."""
@@ -428,30 +432,21 @@ class Scorer:
 
     def _project_keys(self) -> dict[str, tuple[int, int]]:
         """Each project's view key (see ``_current_key``), in one query."""
-        sql = (
-            "SELECT r.project, max(r.id), (SELECT coalesce(max(s.id), 0) FROM index_segments s "
-            "JOIN index_runs q ON q.id = s.run_id WHERE q.finished_at IS NOT NULL AND q.project = r.project) "
-            "FROM index_runs r WHERE r.finished_at IS NOT NULL GROUP BY r.project"
-        )
-        rows: list[Any] | None = None
-        if self._probe_uri is not None:
-            with self._probe_lock:
-                try:
-                    rows = self._probe_connection().execute(sql).fetchall()
-                except sqlite3.Error:
-                    rows = None
-        if rows is None:
-            with self.store.read() as conn:
-                rows = list(conn.execute(sa_text(sql)).all())
+        [rows] = self._read([self._PROJECT_KEYS_SQL], {})
         return {str(project): (int(run), int(part)) for project, run, part in rows}
 
     def _load_view(self, project: str | None, key: tuple[int, int]) -> _View:
-        """Every chunk of ``project``'s finished runs (a run is invisible until its final commit,
-        see run_writer.py; its chunks are those with a document row), read in one transaction."""
-        loaded = self._read_view_rows_sqlite(project)
-        if loaded is None:
-            loaded = self._read_view_rows(project)
-        runs, parts, rows = loaded
+        """Every chunk of ``project``'s finished runs (of every project for ``None``)."""
+        runs_sql, parts_sql, chunks_sql = self._VIEW_SQL
+        only = project is not None
+        runs, parts, rows = self._read(
+            [
+                runs_sql.format(runs=" AND project = :project" if only else ""),
+                parts_sql.format(parts=" AND r.project = :project" if only else ""),
+                chunks_sql.format(chunks=" WHERE d.project = :project" if only else ""),
+            ],
+            {"project": project} if only else {},
+        )
         n = len(rows)
         chunk_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
         valid_from = np.fromiter((r[4] for r in rows), dtype=np.int64, count=n)
@@ -467,73 +462,6 @@ class Scorer:
             segments.append(_Segment(int(run_id), branch, root, chunk_lo, position, paths, symbols))
             position += size
         return _View(key, segments, _parts(parts, chunk_ids), chunk_ids, valid_from, valid_to, source, length)
-
-    _VIEW_SQL = (
-        "SELECT id, branch, root, chunk_lo, chunk_hi FROM index_runs WHERE finished_at IS NOT NULL{runs} ORDER BY id",
-        "SELECT s.id, s.chunk_lo, s.chunk_hi FROM index_segments s JOIN index_runs r ON r.id = s.run_id "
-        "WHERE r.finished_at IS NOT NULL{parts} ORDER BY s.chunk_lo, s.id",
-        "SELECT c.id, c.run_id, c.path, c.token_count, d.valid_from, d.valid_to, d.source, c.symbol "
-        "FROM index_chunks c JOIN index_documents d ON d.id = c.document_id{chunks} ORDER BY c.id",
-    )
-
-    def _read_view_rows_sqlite(self, project: str | None) -> tuple[list[Any], list[Any], list[Any]] | None:
-        """The view's runs, parts and chunk rows through the long-lived read-only connection, in
-        one read transaction (the SQLAlchemy path costs about 5 ms more per load, which an
-        unrelated project's run made every probe pay); ``None`` where there is none."""
-        if self._probe_uri is None:
-            return None
-        runs_sql, parts_sql, chunks_sql = self._VIEW_SQL
-        where = project is not None
-        arguments = (project,) if where else ()
-        with self._probe_lock:
-            try:
-                connection = self._probe_connection()
-                connection.execute("BEGIN")
-                try:
-                    runs = connection.execute(runs_sql.format(runs=" AND project = ?" if where else ""), arguments).fetchall()
-                    parts = connection.execute(
-                        parts_sql.format(parts=" AND r.project = ?" if where else ""), arguments
-                    ).fetchall()
-                    rows = connection.execute(
-                        chunks_sql.format(chunks=" WHERE d.project = ?" if where else ""), arguments
-                    ).fetchall()
-                finally:
-                    connection.execute("COMMIT")
-            except sqlite3.Error:
-                return None
-        return runs, parts, rows
-
-    def _read_view_rows(self, project: str | None) -> tuple[list[Any], list[Any], list[Any]]:
-        runs_query = select(IndexRunRow).where(col(IndexRunRow.finished_at).is_not(None)).order_by(col(IndexRunRow.id))
-        parts_query = (
-            sa_select(col(IndexSegmentRow.id), col(IndexSegmentRow.chunk_lo), col(IndexSegmentRow.chunk_hi))
-            .join(IndexRunRow, col(IndexRunRow.id) == col(IndexSegmentRow.run_id))
-            .where(col(IndexRunRow.finished_at).is_not(None))
-            .order_by(col(IndexSegmentRow.chunk_lo), col(IndexSegmentRow.id))
-        )
-        chunk_query = (
-            sa_select(
-                col(IndexChunkRow.id),
-                col(IndexChunkRow.run_id),
-                col(IndexChunkRow.path),
-                col(IndexChunkRow.token_count),
-                col(IndexDocumentRow.valid_from),
-                col(IndexDocumentRow.valid_to),
-                col(IndexDocumentRow.source),
-                col(IndexChunkRow.symbol),
-            )
-            .join(IndexDocumentRow, col(IndexDocumentRow.id) == col(IndexChunkRow.document_id))
-            .order_by(col(IndexChunkRow.id))
-        )
-        if project is not None:
-            runs_query = runs_query.where(col(IndexRunRow.project) == project)
-            parts_query = parts_query.where(col(IndexRunRow.project) == project)
-            chunk_query = chunk_query.where(col(IndexDocumentRow.project) == project)
-        with self.store.read() as conn:
-            runs = [(run.id, run.branch, run.root, run.chunk_lo, run.chunk_hi) for run in conn.exec(runs_query)]
-            parts = list(conn.execute(parts_query).all())
-            rows = list(conn.execute(chunk_query.execution_options(yield_per=5000)).all())
-        return runs, parts, rows
 
     def _load_postings(self, parts: Iterable[_Part], terms: Iterable[str]) -> None:
         """Cache each index segment's postings of ``terms``, as chunk ids (ascending) and tfs."""

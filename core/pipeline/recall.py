@@ -28,7 +28,7 @@ from scopelens.core.memory import current_memories
 from scopelens.core.pipeline.locate import PathIndex
 from scopelens.core.pipeline.planner import TERM_WEIGHTS
 from scopelens.core.pipeline.policy import Policy
-from scopelens.core.pipeline.session_evidence import artifact_refs, artifact_text, event_text
+from scopelens.core.pipeline.session_evidence import artifact_refs, artifact_text, event_text, window_text
 from scopelens.core.pipeline.session_records import Pool, SessionRecord, session_records
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import EventRow
@@ -371,7 +371,8 @@ class SessionCandidates:
     def __init__(self, store: Store, policy: Policy) -> None:
         self.store = store
         self.policy = policy
-        self._blobs: dict[str, str] = {}
+        self._lines: dict[str, list[str]] = {}
+        """Each artifact's lines, by blob (several of its windows may be candidates)."""
 
     def for_records(self, records: Sequence[SessionRecord], scope: RetrievalScope, window: TimeWindow) -> list[Candidate]:
         """One candidate per record, in the order given."""
@@ -410,10 +411,10 @@ class SessionCandidates:
     def _artifact_candidate(
         self, event: Event, ref: ArtifactRef, record: SessionRecord, scope: RetrievalScope, window: TimeWindow
     ) -> Candidate:
-        if ref.blob not in self._blobs:
-            self._blobs[ref.blob] = artifact_text(self.store, event, ref)
+        if ref.blob not in self._lines:
+            self._lines[ref.blob] = artifact_text(self.store, event, ref).splitlines()
         first, last = record.line_start or 1, record.line_end or 1
-        text = "\n".join(self._blobs[ref.blob].splitlines()[first - 1 : last])
+        text = window_text(self._lines[ref.blob], first, last)
         return Candidate(
             id=f"artifact:{ref.blob[:16]}:{first}-{last}",
             source=Source.ARTIFACT,

@@ -94,8 +94,14 @@ def artifact_windows(text: str) -> list[tuple[int, int, str]]:
     for start in range(0, max(len(lines), 1), ARTIFACT_WINDOW_LINES):
         window_lines = lines[start : start + ARTIFACT_WINDOW_LINES]
         if any(line.strip() for line in window_lines):
-            windows.append((start + 1, start + len(window_lines), "\n".join(window_lines)))
+            first, last = start + 1, start + len(window_lines)
+            windows.append((first, last, window_text(lines, first, last)))
     return windows
+
+
+def window_text(lines: list[str], first: int, last: int) -> str:
+    """The text of lines ``first..last`` (1-based) of an artifact split by ``splitlines``."""
+    return "\n".join(lines[first - 1 : last])
 
 
 def artifact_refs(event: Event) -> list[ArtifactRef]:

@@ -58,7 +58,7 @@ _KIND_OF = {Source.SESSION_EVENT: _EVENT, Source.ARTIFACT: _ARTIFACT}
 
 @dataclass(frozen=True)
 class SessionRecord:
-    """What a probe rejection says about one event or artifact window."""
+    """One event or artifact window: what a probe rejection names, and where recall reads it back."""
 
     candidate_id: str
     source: Source

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from scopelens.core.clock import utc as utc  # contracts normalise their times with it
 from scopelens.core.errors import InvalidInputError, UnreadableFileError
@@ -32,8 +32,10 @@ from scopelens.core.vocab import (
     EvidenceKind,
     MemoryStatus,
     MergePolicy,
+    ObservedKind,
     Purpose,
     RedactionKind,
+    SnapshotKind,
     Source,
     Stage,
     SubQueryIntent,
@@ -320,6 +322,21 @@ class Candidate(UtcModel):
 # --------------------------------------------------------------------------- the snapshot
 
 
+class ObservedItem(Contract):
+    """How an item of an observed snapshot entered the agent's context."""
+
+    kind: ObservedKind
+    position: int = Field(ge=0)
+    """Its place among every context item of the session (0-based): a call saw the items at
+    positions ``visible_from`` to ``visible_to`` of its snapshot's ``ObservedCall``."""
+    tool: str | None = None
+    """The tool whose result it was, as the agent named it (``open``, ``Read``, ``bash``)."""
+    ref: str
+    """Where it is in the session file (``history[7]``, ``line 12``)."""
+    mentions: tuple[str, ...] = ()
+    """Files named in it without their lines (``path`` or ``path:line``): search hits, frames."""
+
+
 class SnapshotItem(UtcModel):
     """A selected item: exactly what the model saw of one candidate, and why."""
 
@@ -347,6 +364,8 @@ class SnapshotItem(UtcModel):
     redactions: tuple[Redaction, ...] = ()
     scores: ScoreBreakdown = ScoreBreakdown()
     rank: int
+    observed: ObservedItem | None = None
+    """Set on the items of an observed snapshot, and only there."""
 
 
 class RejectedItem(UtcModel):
@@ -422,26 +441,85 @@ class Pins(Contract):
     git_dirty: bool | None = None
 
 
+class ObservedCall(UtcModel):
+    """Where an observed snapshot's model call is in its imported session.
+
+    A call saw the session's context items at positions ``visible_from`` (the first after the
+    last compaction) to ``visible_to`` (exclusive). Each snapshot stores only the items that
+    were new at its call, so a long session is stored once, not once per call; the items
+    before them are in the session's earlier observed snapshots.
+    """
+
+    format: str
+    """``swe-agent``, ``claude-code``, ``codex`` or ``openhands``."""
+    source_file: str
+    """The session file's name (not its directory: a path of the importing machine)."""
+    call: int = Field(ge=1)
+    call_ref: str
+    """Where the call is in the session file."""
+    visible_from: int = Field(ge=0)
+    visible_to: int = Field(ge=0)
+    replaced: tuple[int, int] | None = None
+    """Positions an earlier compaction replaced, when this call is the first after it."""
+    tool_calls: tuple[str, ...] = ()
+    """The tools this call asked for, in order (name and a short summary of the arguments)."""
+    not_recorded: tuple[str, ...] = ()
+    """What the format does not record about a call's context (stated, not invented)."""
+
+
 class AuditSnapshot(UtcModel):
-    """The immutable record of one retrieval: scope, plan, choices, rejections, projection."""
+    """The immutable record of what one model call was given: a retrieval's scope, plan,
+    choices, rejections and projection, or (``observed``) the context an imported agent
+    session's model had, which has no scope, intent, plan, budget or pins."""
 
     schema_version: int = SCHEMA_VERSION
+    kind: SnapshotKind = SnapshotKind.RETRIEVED
+    """Documents written before kinds existed are retrievals: they read as ``retrieved``."""
     id: str
     session_id: str
     turn: int
     model_request_id: str | None = None
     created_at: datetime
-    intent: RetrievalIntent
-    scope: RetrievalScope
-    plan: RetrievalPlan
+    intent: RetrievalIntent | None = None
+    scope: RetrievalScope | None = None
+    plan: RetrievalPlan | None = None
     stats: dict[Stage, int]
     selected: tuple[SnapshotItem, ...]
     rejected: tuple[RejectedItem, ...]
     ranked: tuple[RankedEntry, ...]
-    budget: BudgetRecord
+    budget: BudgetRecord | None = None
     projection: Projection
-    pins: Pins
+    pins: Pins | None = None
     missing_evidence: tuple[EvidenceKind, ...] = ()
+    observed: ObservedCall | None = None
+
+    @model_validator(mode="after")
+    def _parts_of_its_kind(self) -> AuditSnapshot:
+        """A retrieval (real or counterfactual) has every part of one; an observed snapshot
+        has its call and nothing a retrieval decides (no scope, recall or rejection)."""
+        if self.kind == SnapshotKind.OBSERVED:
+            if self.observed is None or self.rejected or self.ranked:
+                raise ValueError("an observed snapshot has its call (observed) and no rejected or ranked rows")
+            if any(item.observed is None for item in self.selected):
+                raise ValueError("every item of an observed snapshot says how it was observed")
+        else:
+            missing = [name for name in RETRIEVAL_PARTS if getattr(self, name) is None]
+            if missing:
+                raise ValueError(f"a {self.kind.value} snapshot needs {', '.join(missing)}")
+            if self.observed is not None or any(item.observed is not None for item in self.selected):
+                raise ValueError(f"a {self.kind.value} snapshot has no observed call or items")
+        return self
+
+    @property
+    def retrieval(self) -> RetrievalParts:
+        """The parts only a retrieval has, for code that reads them; an observed snapshot has
+        none and is refused with one line (a drift or why-not of a retrieval asked of it)."""
+        if self.intent is None or self.scope is None or self.plan is None or self.budget is None or self.pins is None:
+            raise InvalidInputError(
+                f"snapshot {self.id} is {self.kind.value}: it records what an agent's model saw, not a retrieval "
+                "(no scope, plan or pins); ask of the session instead (why-not --session, drift --session)"
+            )
+        return RetrievalParts(self.intent, self.scope, self.plan, self.budget, self.pins)
 
     def funnel(self) -> Funnel:
         """How many candidates each stage kept or dropped; the scope probe's rows apart (they
@@ -454,6 +532,20 @@ class AuditSnapshot(UtcModel):
             selected=len(self.selected),
             withheld_by_scope=tuple((stage, probe[stage]) for stage in Stage if probe[stage]),
         )
+
+
+RETRIEVAL_PARTS = ("intent", "scope", "plan", "budget", "pins")
+
+
+@dataclass(frozen=True)
+class RetrievalParts:
+    """A retrieval snapshot's scope, intent, plan, budget and pins, known to be there."""
+
+    intent: RetrievalIntent
+    scope: RetrievalScope
+    plan: RetrievalPlan
+    budget: BudgetRecord
+    pins: Pins
 
 
 @dataclass(frozen=True)

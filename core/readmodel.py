@@ -406,6 +406,7 @@ class ReadModel:
     def snapshot(self, snapshot_id: str) -> SnapshotView:
         stored = self.store.get_snapshot(snapshot_id)
         snapshot = stored.snapshot
+        parts = snapshot.retrieval
         try:
             raw = self.store.get_blob(snapshot.projection.block_ref)
         except UnknownIdError:
@@ -443,13 +444,13 @@ class ReadModel:
             turn=snapshot.turn,
             created_at=snapshot.created_at,
             content_hash=stored.content_hash,
-            intent=snapshot.intent,
-            scope=snapshot.scope,
-            plan=snapshot.plan,
-            pins=snapshot.pins,
+            intent=parts.intent,
+            scope=parts.scope,
+            plan=parts.plan,
+            pins=parts.pins,
             funnel=_funnel(snapshot),
-            budget_line=(f"{snapshot.budget.estimated_tokens} of {snapshot.budget.max_tokens} tokens, "
-                         f"{len(snapshot.selected)} of {snapshot.budget.max_items} items; {snapshot.budget.trimming_policy}"),
+            budget_line=(f"{parts.budget.estimated_tokens} of {parts.budget.max_tokens} tokens, "
+                         f"{len(snapshot.selected)} of {parts.budget.max_items} items; {parts.budget.trimming_policy}"),
             items=items,
             block=raw.decode("utf-8", errors="replace"),
             block_ok=sha256_hex(raw) == snapshot.projection.block_ref,
@@ -633,7 +634,7 @@ _SESSION_VIEW_COLUMNS = (
 def _sub_query_hits(snapshot: AuditSnapshot) -> dict[str, int]:
     recalled = Counter([*(i.source for i in snapshot.selected),
                         *(r.source for r in snapshot.rejected if not r.from_probe)])
-    return {q.id: sum(recalled[s] for s in set(q.sources)) for q in snapshot.plan.sub_queries}
+    return {q.id: sum(recalled[s] for s in set(q.sources)) for q in snapshot.retrieval.plan.sub_queries}
 
 
 def _tool_call(payload: dict[str, Any]) -> str:

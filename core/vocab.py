@@ -181,6 +181,46 @@ class EventType(StrEnum):
     RETRIEVAL_SNAPSHOT_CREATED = "retrieval.snapshot.created"
 
 
+class SnapshotKind(StrEnum):
+    """What a snapshot records.
+
+    ``retrieved``: a scoped retrieval's evidence, as its block showed it to the model.
+    ``observed``: what an imported agent session's model had in its context at one call (file
+    reads, tool output, instructions), as the agent's own log recorded it: no scope, intent or
+    plan, nothing recalled or rejected. ``counterfactual``: a scoped retrieval run afterwards at
+    an imported session's turn, to show what it would have given; never shown to that model.
+    """
+
+    RETRIEVED = "retrieved"
+    OBSERVED = "observed"
+    COUNTERFACTUAL = "counterfactual"
+
+
+class ObservedKind(StrEnum):
+    """What an item of an observed snapshot was in the agent's context (``docs/import.md``)."""
+
+    INSTRUCTION = "instruction"
+    TASK = "task"
+    FILE_READ = "file-read"
+    SEARCH = "search"
+    COMMAND_OUTPUT = "command-output"
+    TOOL_OUTPUT = "tool-output"
+    MODEL_OUTPUT = "model-output"
+    SUMMARY = "summary"
+
+
+OBSERVED_KIND_MEANINGS: dict[ObservedKind, str] = {
+    ObservedKind.INSTRUCTION: "a system prompt, an injected instruction (AGENTS.md, CLAUDE.md, a reminder), a demonstration",
+    ObservedKind.TASK: "what the user asked: an issue text, a typed prompt",
+    ObservedKind.FILE_READ: "lines of one file, with its path and the line range the model saw: the file is *seen*",
+    ObservedKind.SEARCH: "a search's output: file lists and `path:line` hits, whose files are *mentioned*",
+    ObservedKind.COMMAND_OUTPUT: "a command's output; traceback frames in it are mentions",
+    ObservedKind.TOOL_OUTPUT: "any other tool's result (an edit's diff names its file)",
+    ObservedKind.MODEL_OUTPUT: "what the model wrote earlier, which it sees again",
+    ObservedKind.SUMMARY: "a compaction summary that stands for the context it replaced",
+}
+
+
 class DriftClass(StrEnum):
     """How an item of a frozen snapshot compares with today's search.
 
@@ -306,6 +346,7 @@ MEMBER_MEANINGS: dict[type[StrEnum], Mapping[Any, str]] = {
     DriftClass: DRIFT_CLASS_MEANINGS,
     MergePolicy: MERGE_POLICY_MEANINGS,
     MemoryChange: MEMORY_CHANGE_MEANINGS,
+    ObservedKind: OBSERVED_KIND_MEANINGS,
 }
 """Vocabularies whose members each carry a definition in ``docs/vocabulary.md``."""
 
@@ -323,6 +364,8 @@ ALL_VOCABULARIES: tuple[type[StrEnum], ...] = (
     AcceptedAuthority,
     MergePolicy,
     EventType,
+    SnapshotKind,
+    ObservedKind,
     DriftClass,
     RedactionKind,
     FindingKind,

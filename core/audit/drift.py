@@ -193,7 +193,7 @@ def recorded_policy(store: Store, snapshot: AuditSnapshot) -> Policy:
     Never a default in its place: drift under another policy would report differences the
     snapshot's own scope never had (or hide ones it had).
     """
-    policy_hash = snapshot.pins.policy_hash
+    policy_hash = snapshot.retrieval.pins.policy_hash
     try:
         return Policy.model_validate_json(store.get_blob(policy_hash))
     except UnknownIdError:
@@ -411,13 +411,12 @@ def compute_drift(
     clock = clock or store.clock or SystemClock()
     stored = store.get_snapshot(snapshot_id)
     frozen = stored.snapshot
+    parts = frozen.retrieval
     policy = recorded_policy(store, frozen)
-    scope = frozen.scope.model_copy(
-        update={"time_boundary": frozen.scope.time_boundary.model_copy(update={"as_of": None})}
-    )
+    scope = parts.scope.model_copy(update={"time_boundary": parts.scope.time_boundary.model_copy(update={"as_of": None})})
     now = clock.now()
     scorer = scorer or Scorer(store)
-    outcome = run_pipeline(store, scorer, policy, frozen.intent, scope, frozen.plan, now)
+    outcome = run_pipeline(store, scorer, policy, parts.intent, scope, parts.plan, now)
     today = bind_citations("drift", outcome.fitted, outcome.labels, rerank_module.WEIGHTS[scope.purpose])
     pins_now = current_pins(store, scope, policy)
     found = DriftReport(
@@ -425,13 +424,13 @@ def compute_drift(
         snapshot_id=snapshot_id,
         session_id=frozen.session_id,
         created_at=now,
-        index_version_then=frozen.pins.index_version,
+        index_version_then=parts.pins.index_version,
         index_version_now=pins_now.index_version,
-        engine_then=frozen.pins.engine_version,
+        engine_then=parts.pins.engine_version,
         engine_now=ENGINE_VERSION,
-        engine_changed=frozen.pins.engine_version != ENGINE_VERSION,
-        config_changed=frozen.pins.config_hash != document_hash(engine_config()),
-        index_changed=index_changed(store, scope, frozen.pins.index_version, pins_now.index_version),
+        engine_changed=parts.pins.engine_version != ENGINE_VERSION,
+        config_changed=parts.pins.config_hash != document_hash(engine_config()),
+        index_changed=index_changed(store, scope, parts.pins.index_version, pins_now.index_version),
         items=tuple(classify(frozen, today, outcome.rejected, locate(store, frozen.selected),
                              locate(store, [*today, *outcome.rejected]))),
     )

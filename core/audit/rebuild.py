@@ -167,17 +167,20 @@ def _copy_snapshot(old: Store, new: Store, snapshot_id: str, hashes: _Hashes) ->
     document["projection"]["visible_text_hash"] = text_hash(block)
     hashes.note(stored.snapshot.projection.block_ref, document["projection"]["block_ref"])
     hashes.note(stored.snapshot.projection.visible_text_hash, document["projection"]["visible_text_hash"])
-    policy_hash = stored.snapshot.pins.policy_hash
-    try:
-        policy = redact(old.get_blob(policy_hash).decode("utf-8")).text.encode("utf-8")
-    except UnknownIdError:
-        raise IntegrityError(f"snapshot {snapshot_id}: its policy blob is missing; run `scopelens verify`") from None
-    document["pins"]["policy_hash"] = sha256_hex(policy)
-    hashes.note(policy_hash, document["pins"]["policy_hash"])
+    policies: list[bytes] = []
+    if stored.snapshot.pins is not None:  # an observed snapshot pins no policy
+        policy_hash = stored.snapshot.pins.policy_hash
+        try:
+            policy = redact(old.get_blob(policy_hash).decode("utf-8")).text.encode("utf-8")
+        except UnknownIdError:
+            raise IntegrityError(f"snapshot {snapshot_id}: its policy blob is missing; run `scopelens verify`") from None
+        document["pins"]["policy_hash"] = sha256_hex(policy)
+        hashes.note(policy_hash, document["pins"]["policy_hash"])
+        policies.append(policy)
     snapshot = AuditSnapshot.model_validate(document)
     # The document as stored, not re-serialised from the model: fields this version no longer
     # has (an old plan's output_shape) stay, so a snapshot that held no secret keeps its hash.
     body = canonical_json(document)
-    new_hash = new.write_snapshot(snapshot, block, blobs=[policy], document=body)
+    new_hash = new.write_snapshot(snapshot, block, blobs=policies, document=body)
     hashes.note(stored.content_hash, new_hash)
     return new_hash != stored.content_hash or body != as_bytes(stored.body)

@@ -174,7 +174,7 @@ class _Row:
 
 def _strip_branch(value: str, snapshot: AuditSnapshot) -> str:
     """``main:src/x.py:1-2`` (as a block shows it) is ``src/x.py:1-2`` on the snapshot's branch."""
-    branch = snapshot.scope.branch
+    branch = snapshot.retrieval.scope.branch
     return value[len(branch) + 1 :] if branch and value.startswith(branch + ":") else value
 
 
@@ -297,7 +297,7 @@ class WhyNot:
         rows.sort(key=_Row.key)
         if rows and (kind != "symbol" or rows[0].strength >= 1):
             return _answer(self._replies, rows, base)
-        known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.scope.project)
+        known = _index_chunks_for(store, snapshot, kind, lookup, project=snapshot.retrieval.scope.project)
         in_scope = [c for c in known if _in_scope(c, snapshot)]
         if rows:  # only mentions of the symbol were recorded: where did its definition go?
             defining = [c for c in in_scope if _symbol_strength(value, c.symbol, c.text) >= 1]
@@ -309,7 +309,7 @@ class WhyNot:
         if known:  # in the project, on another branch or root: say where (the same permission context)
             return _outside_the_scope(snapshot, known, base)
         elsewhere = bool(_index_chunks_for(store, snapshot, kind, lookup, project=None, limit=1))
-        elsewhere = elsewhere or any(record.project != snapshot.scope.project for record in memories)
+        elsewhere = elsewhere or any(record.project != snapshot.retrieval.scope.project for record in memories)
         if elsewhere:
             return _outside_the_project(snapshot, base)
         return _not_recalled(store, snapshot, [], base)
@@ -322,7 +322,7 @@ def chunk_number(candidate_id: str) -> int | None:
 
 
 def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
-    scope = snapshot.scope
+    scope = snapshot.retrieval.scope
     return (
         chunk.project == scope.project
         and (scope.branch is None or chunk.branch == scope.branch)
@@ -332,7 +332,7 @@ def _in_scope(chunk: ChunkRecord, snapshot: AuditSnapshot) -> bool:
 
 def _unrecorded(store: Store, snapshot: AuditSnapshot, chunks: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
     """Chunks of the scope's project, branch and root that no row records."""
-    searched = [c for c in chunks if place_withheld(c.path, c.source, snapshot.scope) is None]
+    searched = [c for c in chunks if place_withheld(c.path, c.source, snapshot.retrieval.scope) is None]
     if searched:
         return _not_recalled(store, snapshot, searched, base)
     return _kept_out_by_scope(snapshot, chunks, base)  # recall never searched where they are
@@ -349,7 +349,8 @@ def _with_mentions(definition: WhyNotAnswer, mentions: WhyNotAnswer) -> WhyNotAn
 
 def _kept_out_by_scope(snapshot: AuditSnapshot, chunks: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
     """Every match lies where the scope does not reach: it was never searched for, whatever its words."""
-    verdicts = [(c, verdict) for c in chunks if (verdict := place_withheld(c.path, c.source, snapshot.scope)) is not None]
+    scope = snapshot.retrieval.scope
+    verdicts = [(c, verdict) for c in chunks if (verdict := place_withheld(c.path, c.source, scope)) is not None]
     first, (stage, reason) = verdicts[0]
     inside = "recall searches inside the scope only"
     matches = tuple(WhyNotMatch(stage=s, source_ref=c.source_ref, reason=f"{r}: {inside}") for c, (s, r) in verdicts)
@@ -527,7 +528,7 @@ def _answer(replies: _Replies, rows: list[_Row], base: dict[str, str]) -> WhyNot
 def _moment(snapshot: AuditSnapshot) -> datetime:
     """The index time the snapshot read: its scope's ``as_of`` (capped by ``exclude_after``),
     else its creation."""
-    return time_window(snapshot.scope, snapshot.created_at).as_of
+    return time_window(snapshot.retrieval.scope, snapshot.created_at).as_of
 
 
 def _index_chunks_for(
@@ -580,7 +581,7 @@ def _outside_the_project(snapshot: AuditSnapshot, base: dict[str, str]) -> WhyNo
         **base, stage=Stage.OUT_OF_SCOPE,
         summary=(
             f"out-of-scope: nothing matching {base['kind']} {base['value']!r} is in the snapshot's scope "
-            f"(project {snapshot.scope.project}{_branch_text(snapshot)}); what lies outside it is never named ({probe})"
+            f"(project {snapshot.retrieval.scope.project}{_branch_text(snapshot)}); what lies outside it is never named ({probe})"
         ),
     )
 
@@ -597,15 +598,15 @@ def _outside_the_scope(snapshot: AuditSnapshot, known: list[ChunkRecord], base: 
     return WhyNotAnswer(
         **base, stage=Stage.OUT_OF_SCOPE, best_chunk=first.source_ref, matches=matches,
         summary=(
-            f"out-of-scope: {base['kind']} {base['value']!r} is in project {snapshot.scope.project} only on "
+            f"out-of-scope: {base['kind']} {base['value']!r} is in project {snapshot.retrieval.scope.project} only on "
             f"{listing(places, 3, '; ')}; the snapshot read{_branch_text(snapshot) or ' no branch'}"
-            + (f" at {snapshot.scope.workspace_root}" if snapshot.scope.workspace_root else "")
+            + (f" at {snapshot.retrieval.scope.workspace_root}" if snapshot.retrieval.scope.workspace_root else "")
         ),
     )
 
 
 def _branch_text(snapshot: AuditSnapshot) -> str:
-    return f", branch {snapshot.scope.branch}" if snapshot.scope.branch else ""
+    return f", branch {snapshot.retrieval.scope.branch}" if snapshot.retrieval.scope.branch else ""
 
 
 def _would_be_ranks(
@@ -617,18 +618,18 @@ def _would_be_ranks(
     and the sub-query it has it under (the same searches: none is run for them alone, unless
     their source is one the chunk's is not)."""
     scorer = Scorer(store)
-    window = time_window(snapshot.scope, _moment(snapshot))
+    window = time_window(snapshot.retrieval.scope, _moment(snapshot))
     ranks: dict[str, tuple[int | None, int | None, bool]] = {}
     best_of: dict[int, tuple[int, SubQuery]] = {}
     wanted = {c.chunk_id for c in others}
     wanted_sources = {chunk.source} | {c.source for c in others}
     try:
-        for query in snapshot.plan.sub_queries:
-            sources = frozenset(s for s in query.sources if s in WORKSPACE_SOURCES and snapshot.scope.admits_source(s))
+        for query in snapshot.retrieval.plan.sub_queries:
+            sources = frozenset(s for s in query.sources if s in WORKSPACE_SOURCES and snapshot.retrieval.scope.admits_source(s))
             ranks[query.id] = (None, None, False)
             if not wanted_sources & sources or not query.terms:
                 continue
-            flt = workspace_filter(snapshot.scope, sources, window, as_of_given=True)
+            flt = workspace_filter(snapshot.retrieval.scope, sources, window, as_of_given=True)
             hits = scorer.search([(t.term, t.weight) for t in query.terms], flt, top_k=RANK_SEARCH_LIMIT, with_places=True)
             for n, hit in enumerate(hits, start=1):
                 if hit.chunk_id in wanted and (hit.chunk_id not in best_of or n < best_of[hit.chunk_id][0]):
@@ -687,18 +688,18 @@ def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkR
     """No recorded row matches: the chunks of the index that do, best first, with their ranks."""
     runs = tuple(
         SubQueryRun(id=q.id, intent=q.intent.value, top_k=q.top_k, query_text=q.query_text)
-        for q in snapshot.plan.sub_queries
+        for q in snapshot.retrieval.plan.sub_queries
     )
     if not in_project:
         return WhyNotAnswer(
             **base, stage=Stage.NOT_RECALLED, sub_queries=runs,
             summary=(
                 f"not-recalled: nothing matching {base['kind']} {base['value']!r} was in the index of project "
-                f"{snapshot.scope.project} at the snapshot's time"
+                f"{snapshot.retrieval.scope.project} at the snapshot's time"
             ),
         )
     weights: dict[str, float] = {}
-    for query in snapshot.plan.sub_queries:
+    for query in snapshot.retrieval.plan.sub_queries:
         for term in query.terms:
             weights[term.term] = max(weights.get(term.term, 0.0), term.weight)
 

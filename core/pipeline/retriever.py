@@ -157,9 +157,9 @@ class RetrievalObservation:
                 "selected": funnel.selected,
                 "withheld_by_scope": {stage.value: n for stage, n in funnel.withheld_by_scope},
             },
-            "scope": snapshot.scope.model_dump(mode="json"),
-            "plan": snapshot.plan.model_dump(mode="json"),
-            "pins": snapshot.pins.model_dump(mode="json"),
+            "scope": snapshot.retrieval.scope.model_dump(mode="json"),
+            "plan": snapshot.retrieval.plan.model_dump(mode="json"),
+            "pins": snapshot.retrieval.pins.model_dump(mode="json"),
         }
 
 

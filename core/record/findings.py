@@ -126,7 +126,7 @@ def _similarity(snapshot: AuditSnapshot, ctx: FindingContext) -> None:
     Prevented: an item that an earlier snapshot of the session selected that way, which
     this snapshot did not select.
     """
-    weights = WEIGHTS[snapshot.scope.purpose]
+    weights = WEIGHTS[snapshot.retrieval.scope.purpose]
     selected = {item.source_ref for item in snapshot.selected}
     for item in snapshot.selected:
         scores = item.scores
@@ -160,7 +160,7 @@ def _similarity(snapshot: AuditSnapshot, ctx: FindingContext) -> None:
         if ref in rejected:
             stage = rejected[ref].stage
             why = f"withheld at {stage.value} ({rejected[ref].reason})"
-        elif (place := ctx.overlap_places.get(ref)) and (kept_out := place_withheld(*place, snapshot.scope)):
+        elif (place := ctx.overlap_places.get(ref)) and (kept_out := place_withheld(*place, snapshot.retrieval.scope)):
             stage, reason = kept_out
             why = f"{reason}, never searched"
         else:
@@ -182,7 +182,7 @@ def _time(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> None:
     snapshot's ``as_of``. Prevented: a ``stale`` rejection of a memory past its validity or
     of a superseded version.
     """
-    boundary = snapshot.scope.time_boundary
+    boundary = snapshot.retrieval.scope.time_boundary
     as_of = boundary.as_of or snapshot.created_at
     newer = [r for r in snapshot.rejected if r.stage == Stage.STALE and r.path]
     for item in snapshot.selected:
@@ -231,7 +231,7 @@ def _time(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> None:
 
 
 def _versions(store: Store, snapshot: AuditSnapshot, path: str) -> list[facts.Version]:
-    return facts.versions_of(store, project=snapshot.scope.project, path=path, branch=snapshot.scope.branch)
+    return facts.versions_of(store, project=snapshot.retrieval.scope.project, path=path, branch=snapshot.retrieval.scope.branch)
 
 
 def _permission(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> None:
@@ -244,10 +244,10 @@ def _permission(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> N
     another user's private memory; any ``denied-source`` or ``not-visible`` rejection (the
     two permission gates).
     """
-    if snapshot.scope.project != ctx.project and snapshot.selected:
+    if snapshot.retrieval.scope.project != ctx.project and snapshot.selected:
         ctx.add(ctx.make(
             FindingKind.PERMISSION_POLLUTION, Outcome.OCCURRED, snapshot.turn,
-            f"the scope names project {snapshot.scope.project} but the session is project {ctx.project}: "
+            f"the scope names project {snapshot.retrieval.scope.project} but the session is project {ctx.project}: "
             f"{len(snapshot.selected)} item(s) of another project reached the model",
             snapshot_id=snapshot.id, stage=Stage.SELECTED,
         ))
@@ -257,7 +257,7 @@ def _permission(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> N
             why = f"withheld at out-of-scope: {rejected.reason}; their text never entered the block"
         elif rejected.stage == Stage.OUT_OF_SCOPE:
             owner = _owner_project(store, rejected.candidate_id)
-            if owner is not None and owner != snapshot.scope.project:
+            if owner is not None and owner != snapshot.retrieval.scope.project:
                 what = "memory" if rejected.source == Source.MEMORY else rejected.source.value
                 why = (
                     f"a {what} of project {owner} scored on this task's query and was withheld at out-of-scope; "
@@ -345,7 +345,7 @@ def _budget_trim(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> 
         first_line, first_text = lost[0]
         ctx.add(ctx.make(
             FindingKind.BUDGET_TRIM_DISTORTION, Outcome.OCCURRED, snapshot.turn,
-            f"the token budget ({snapshot.budget.max_tokens}) trimmed lines {ranges} of [{item.citation_id}], "
+            f"the token budget ({snapshot.retrieval.budget.max_tokens}) trimmed lines {ranges} of [{item.citation_id}], "
             f"losing {len(lost)} exception line(s) the model never saw; line {first_line}: \"{clip(first_text, 90)}\"",
             snapshot_id=snapshot.id, source_ref=item.source_ref, citation_id=item.citation_id,
             stage=Stage.TRIMMED_AWAY,
@@ -355,7 +355,7 @@ def _budget_trim(store: Store, snapshot: AuditSnapshot, ctx: FindingContext) -> 
 def _original_text(store: Store, snapshot: AuditSnapshot, item: SnapshotItem) -> str | None:
     if item.path and item.source in WORKSPACE_SOURCES and item.line_start and item.line_end:
         return facts.chunk_text(
-            store, project=snapshot.scope.project, path=item.path, content_hash=item.source_version,
+            store, project=snapshot.retrieval.scope.project, path=item.path, content_hash=item.source_version,
             start_line=item.line_start, end_line=item.line_end,
         )
     if item.source == Source.MEMORY:
@@ -429,7 +429,7 @@ def _file_change(store: Store, snapshot: AuditSnapshot, item: SnapshotItem, live
     changed = (f"changed ({versions})", DriftClass.CONTENT_CHANGED.value)
     if item.path is None or item.line_start is None or item.line_end is None:
         return changed
-    project = snapshot.scope.project
+    project = snapshot.retrieval.scope.project
     shown = facts.chunk_text(store, project=project, path=item.path, content_hash=item.source_version,
                              start_line=item.line_start, end_line=item.line_end)
     if shown is None:
@@ -504,7 +504,7 @@ def reply_findings(
             snapshot_id=check.snapshot.id, source_ref=check.item.source_ref, citation_id=check.item.citation_id,
             stage=Stage.CITED,
         ))
-    if not checks and any(s.scope.evidence_policy.require_citation and s.selected for s in request_snapshots):
+    if not checks and any(s.retrieval.scope.evidence_policy.require_citation and s.selected for s in request_snapshots):
         ctx.add(ctx.make(
             FindingKind.UNCITED_REPLY, Outcome.OCCURRED, turn,
             f"the reply cites nothing, though snapshot {request_snapshots[-1].id} requires citation",

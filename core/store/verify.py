@@ -437,7 +437,8 @@ def _check_snapshots(conn: Session, snapshot_events: dict[str, _RecordedSnapshot
         differing = _snapshot_columns_differ(row, snapshot.session_id, snapshot.turn, stored_time(snapshot.created_at))
         if differing:
             findings.add("changed", record, f"its row's columns disagree with its document: {', '.join(differing)}")
-        findings.referenced_blobs.setdefault(snapshot.pins.policy_hash, f"{record} (its policy)")
+        if snapshot.pins is not None:  # an observed snapshot pins no policy
+            findings.referenced_blobs.setdefault(snapshot.pins.policy_hash, f"{record} (its policy)")
         for item in snapshot.selected:
             if text_hash(item.visible_text) != item.visible_text_hash:
                 findings.add("changed", f"{record} item {item.citation_id}", "visible text does not match its hash")

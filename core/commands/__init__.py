@@ -17,6 +17,7 @@ COMMAND_MODULE_NAMES = (
     "retrieve_commands",
     "audit_commands",
     "record_commands",
+    "import_commands",
     "inspect_commands",
 )
 """Every command module, in the order their sub-commands are listed in ``--help``."""
@@ -38,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "rebuild": "audit_commands",
     "record": "record_commands",
     "demo": "record_commands",
+    "import": "import_commands",
     "inspect": "inspect_commands",
 }
 """The module that registers each sub-command."""

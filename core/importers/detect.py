@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from scopelens.core.errors import InvalidInputError, UnreadableFileError
+from scopelens.core.hashing import sha256_hex
 from scopelens.core.importers.claude_code import looks_like_claude_code, parse_claude_code, parse_lines
 from scopelens.core.importers.codex import looks_like_codex, parse_codex
-from scopelens.core.importers.model import ImportedSession
-from scopelens.core.importers.observations import read_text_file
+from scopelens.core.importers.model import ImportedSession, SourceFile
+from scopelens.core.importers.observations import decoded, read_file_bytes
 from scopelens.core.importers.openhands import looks_like_openhands, parse_openhands
 from scopelens.core.importers.swe_agent import looks_like_swe_agent, parse_swe_agent
 
@@ -65,12 +66,14 @@ def read_sessions(path: Path, *, format: str | None = None) -> SessionFiles:
 
 def read_session_file(path: Path, *, format: str | None = None) -> ImportedSession:
     """One session file, parsed (``format`` given, or told from the content)."""
-    text = read_text_file(path)
+    data = read_file_bytes(path)
+    text = decoded(path, data)
     name = str(path)
     found = format or detect_format(text, name)
     session = _parse(found, text, name)
     if not session.items and not session.calls:
         raise InvalidInputError(f"{name}: no {found} conversation in this file (is it another format?)")
+    session.source = SourceFile(name, len(data), sha256_hex(data))
     return session
 
 

@@ -71,6 +71,19 @@ class ModelCall:
     """Items an earlier compaction replaced (``items[a:b]``), when this call is the first after it."""
 
 
+@dataclass(frozen=True)
+class SourceFile:
+    """A session file as read: its path, size and the SHA-256 of its bytes."""
+
+    path: str
+    size: int
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
 @dataclass
 class ImportedSession:
     """One agent session, read from one file (and the files that belong to it)."""
@@ -88,6 +101,8 @@ class ImportedSession:
     """What the format does not record (stated, not invented)."""
     unknown: dict[str, int] = field(default_factory=dict)
     """Entries of types this importer does not know, counted by type (never fatal)."""
+    source: SourceFile | None = None
+    """The file it was read from (set by ``read_session_file``)."""
 
     def visible(self, call: ModelCall) -> list[Observed]:
         return self.items[call.visible_from : call.visible_to]

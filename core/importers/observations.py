@@ -137,9 +137,22 @@ def string(value: object) -> str:
 
 def read_text_file(path: Path) -> str:
     """A session or instance file's text; one line naming the file when it cannot be read."""
+    return decoded(path, read_file_bytes(path))
+
+
+def read_file_bytes(path: Path) -> bytes:
+    """A file's bytes; one line naming the file when it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise UnreadableFileError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise UnreadableFileError(f"{path}: cannot be read ({exc})") from None
+
+
+def decoded(path: Path, data: bytes) -> str:
+    """A file's bytes as UTF-8 text; one line naming the file when they are not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise UnreadableFileError(f"{path}: cannot be read ({exc})") from None

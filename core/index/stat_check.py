@@ -21,7 +21,7 @@ from scopelens.core.index.report import IndexReport
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.walker import WalkedFile, walk_workspace
 
-SCHEMA_STEPS = 13
+SCHEMA_STEPS = 14
 """The number of migrations this code knows (``len(migrations.MIGRATIONS)``, which imports
 SQLModel; a test keeps the two equal)."""
 

@@ -360,6 +360,20 @@ def _document_stats(dialect: str) -> list[str]:
     return [f"ALTER TABLE index_documents ADD COLUMN mtime_ns {types_for(dialect).int64}"]
 
 
+def _imports(dialect: str) -> list[str]:
+    """Which agent session files were imported into which session (``core/store/imports.py``):
+    one row per import of a file's content, keyed by its SHA-256, so importing the same bytes
+    again is a no-op and a file that grew appends to its session. Bookkeeping, not audit
+    record: the session's events and snapshots are the record, and verify checks those."""
+    t = types_for(dialect)
+    return [
+        "CREATE TABLE imports (sha256 TEXT PRIMARY KEY, session_id TEXT NOT NULL, format TEXT NOT NULL, "
+        f"agent_session TEXT NOT NULL, source_name TEXT NOT NULL, size {t.int64} NOT NULL, "
+        "items INTEGER NOT NULL, calls INTEGER NOT NULL, digest TEXT NOT NULL, imported_at TEXT NOT NULL)",
+        "CREATE INDEX imports_by_agent_session ON imports (format, agent_session, size)",
+    ]
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step: its name, the statements it runs for a dialect, and an optional data
@@ -384,6 +398,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("0011_drift_checks", _drift_checks),
     Migration("0012_index_segments", _index_segments),
     Migration("0013_document_stats", _document_stats),
+    Migration("0014_imports", _imports),
 )
 """Every migration, in order. Append only; never edit or reorder a released one."""
 

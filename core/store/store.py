@@ -68,7 +68,7 @@ from scopelens.core.store.tables import (
     table_of,
 )
 from scopelens.core.textsafety import clip, listing
-from scopelens.core.vocab import EventType, Stage
+from scopelens.core.vocab import EventType, SnapshotKind, Stage
 
 APP_ID = "scopelens"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -281,6 +281,13 @@ class Store:
             raise
 
     @contextmanager
+    def batch(self) -> Iterator[Batch]:
+        """One write transaction for many records (an imported session file): all or nothing."""
+        with self.write() as conn:
+            self._lock_store_head(conn)
+            yield Batch(self, conn)
+
+    @contextmanager
     def read(self) -> Iterator[Session]:
         """A read transaction: one consistent snapshot on both backends.
 
@@ -334,44 +341,49 @@ class Store:
             agent=agent,
             created_at=created_at or self.clock.now(),
         )
-        refuse_secrets(f"session {header.id}", header.model_dump(mode="json"))
         with self.write() as conn:
             self._lock_store_head(conn)
-            try:
-                conn.execute(
-                    table_of(SessionRow).insert().values(
-                        id=header.id,
-                        project=header.project,
-                        branch=header.branch,
-                        workspace_root=header.workspace_root,
-                        title=header.title,
-                        agent=header.agent,
-                        created_at=stored_time(header.created_at),
-                    )
-                )
-            except SAIntegrityError:
-                raise InvalidInputError(f"session {header.id} already exists") from None
-            conn.execute(
-                table_of(SessionHeadRow).insert().values(
-                    session_id=header.id,
-                    head_seq=-1,
-                    head_hash=ZERO_HASH,
-                    last_turn=0,
-                    snapshot_count=0,
-                    updated_at=stored_time(header.created_at),
-                )
-            )
-            self._append_in(
-                conn,
-                header.id,
-                EventType.SESSION_STARTED,
-                SessionStartedPayload(
-                    project=project, branch=branch, workspace_root=workspace_root, title=title, agent=agent
-                ),
-                turn=0,
-                created_at=header.created_at,
-            )
+            self._create_session_in(conn, header)
         return header
+
+    def _create_session_in(self, conn: Session, header: SessionHeader) -> None:
+        """Create a session inside a transaction that holds the store-head lock."""
+        refuse_secrets(f"session {header.id}", header.model_dump(mode="json"))
+        try:
+            conn.execute(
+                table_of(SessionRow).insert().values(
+                    id=header.id,
+                    project=header.project,
+                    branch=header.branch,
+                    workspace_root=header.workspace_root,
+                    title=header.title,
+                    agent=header.agent,
+                    created_at=stored_time(header.created_at),
+                )
+            )
+        except SAIntegrityError:
+            raise InvalidInputError(f"session {header.id} already exists") from None
+        conn.execute(
+            table_of(SessionHeadRow).insert().values(
+                session_id=header.id,
+                head_seq=-1,
+                head_hash=ZERO_HASH,
+                last_turn=0,
+                snapshot_count=0,
+                updated_at=stored_time(header.created_at),
+            )
+        )
+        self._append_in(
+            conn,
+            header.id,
+            EventType.SESSION_STARTED,
+            SessionStartedPayload(
+                project=header.project, branch=header.branch, workspace_root=header.workspace_root,
+                title=header.title, agent=header.agent,
+            ),
+            turn=0,
+            created_at=header.created_at,
+        )
 
     def append_event(
         self,
@@ -493,6 +505,16 @@ class Store:
 
         Returns the snapshot's content hash (SHA-256 of its stored bytes).
         """
+        block, body, content_hash = self._checked_snapshot(snapshot, context_block, document)
+        with self.write() as conn:
+            self._lock_store_head(conn)
+            self._write_snapshot_in(conn, snapshot, block, blobs, body, content_hash)
+        return content_hash
+
+    def _checked_snapshot(
+        self, snapshot: AuditSnapshot, context_block: str, document: bytes | None
+    ) -> tuple[bytes, bytes, str]:
+        """The block's bytes, the document to store and its hash, once every check passed."""
         block = context_block.encode("utf-8")
         if sha256_hex(block) != snapshot.projection.block_ref:
             raise InvalidInputError(f"snapshot {snapshot.id}: context block does not match projection.block_ref")
@@ -504,48 +526,50 @@ class Store:
         body = canonical_json(snapshot) if document is None else document
         refuse_secrets(f"snapshot {snapshot.id}", snapshot.model_dump(mode="json") if document is None else json.loads(body))
         refuse_secrets(f"snapshot {snapshot.id} context block", context_block)
-        content_hash = sha256_hex(body)
-        with self.write() as conn:
-            self._lock_store_head(conn)
-            self._put_blob_in(conn, block)
-            for extra in blobs:
-                self._put_blob_in(conn, extra)
-            policy = snapshot.pins.policy_hash if snapshot.pins is not None else None  # observed: none
-            stored_policy = select(col(BlobRow.sha256)).where(col(BlobRow.sha256) == policy)
-            if policy is not None and conn.execute(stored_policy).first() is None:
-                # Drift re-runs a snapshot under its recorded policy: without it, it could not.
-                raise InvalidInputError(f"snapshot {snapshot.id}: its policy (blob {policy[:12]}…) is neither given nor stored")
-            try:
-                conn.execute(
-                    table_of(SnapshotRow).insert().values(
-                        id=snapshot.id,
-                        session_id=snapshot.session_id,
-                        turn=snapshot.turn,
-                        created_at=stored_time(snapshot.created_at),
-                        body=body,
-                        hash=content_hash,
-                    )
-                )
-            except SAIntegrityError:
-                raise InvalidInputError(f"snapshot {snapshot.id} already exists") from None
-            rows = snapshot_candidate_rows(snapshot)
-            if rows:
-                conn.execute(table_of(SnapshotCandidateRow).insert(), rows)
-            self._append_in(
-                conn,
-                snapshot.session_id,
-                EventType.RETRIEVAL_SNAPSHOT_CREATED,
-                SnapshotCreatedPayload(
-                    snapshot_id=snapshot.id,
-                    snapshot_hash=content_hash,
-                    visible_text_hash=snapshot.projection.visible_text_hash,
-                    selected_count=len(snapshot.selected),
+        return block, body, sha256_hex(body)
+
+    def _write_snapshot_in(
+        self, conn: Session, snapshot: AuditSnapshot, block: bytes, blobs: Sequence[bytes], body: bytes, content_hash: str
+    ) -> None:
+        """Write a checked snapshot inside a transaction that holds the store-head lock."""
+        self._put_blob_in(conn, block)
+        for extra in blobs:
+            self._put_blob_in(conn, extra)
+        policy = snapshot.pins.policy_hash if snapshot.pins is not None else None  # observed: none
+        stored_policy = select(col(BlobRow.sha256)).where(col(BlobRow.sha256) == policy)
+        if policy is not None and conn.execute(stored_policy).first() is None:
+            # Drift re-runs a snapshot under its recorded policy: without it, it could not.
+            raise InvalidInputError(f"snapshot {snapshot.id}: its policy (blob {policy[:12]}…) is neither given nor stored")
+        try:
+            conn.execute(
+                table_of(SnapshotRow).insert().values(
+                    id=snapshot.id,
+                    session_id=snapshot.session_id,
                     turn=snapshot.turn,
-                ),
-                turn=snapshot.turn,
-                created_at=snapshot.created_at,
+                    created_at=stored_time(snapshot.created_at),
+                    body=body,
+                    hash=content_hash,
+                )
             )
-        return content_hash
+        except SAIntegrityError:
+            raise InvalidInputError(f"snapshot {snapshot.id} already exists") from None
+        rows = snapshot_candidate_rows(snapshot)
+        if rows:
+            conn.execute(table_of(SnapshotCandidateRow).insert(), rows)
+        self._append_in(
+            conn,
+            snapshot.session_id,
+            EventType.RETRIEVAL_SNAPSHOT_CREATED,
+            SnapshotCreatedPayload(
+                snapshot_id=snapshot.id,
+                snapshot_hash=content_hash,
+                visible_text_hash=snapshot.projection.visible_text_hash,
+                selected_count=len(snapshot.selected),
+                turn=snapshot.turn,
+            ),
+            turn=snapshot.turn,
+            created_at=snapshot.created_at,
+        )
 
     def get_snapshot(self, snapshot_id: str) -> StoredSnapshot:
         with self.read() as conn:
@@ -554,6 +578,15 @@ class Store:
             raise UnknownIdError(f"no snapshot {snapshot_id!r} in this store")
         body = as_bytes(row.body)
         return StoredSnapshot(AuditSnapshot.model_validate_json(body), sha256_hex(body), body)
+
+    def snapshots_of(self, session_id: str, *, kind: SnapshotKind | None = None) -> list[StoredSnapshot]:
+        """Every snapshot of a session (or those of one kind), by turn: one read, not one per id."""
+        with self.read() as conn:
+            rows = conn.exec(select(SnapshotRow).where(col(SnapshotRow.session_id) == session_id)
+                             .order_by(col(SnapshotRow.turn), col(SnapshotRow.created_at), col(SnapshotRow.id))).all()
+        stored = [StoredSnapshot(AuditSnapshot.model_validate_json(body := as_bytes(r.body)), sha256_hex(body), body)
+                  for r in rows]
+        return [s for s in stored if kind is None or s.snapshot.kind == kind]
 
     # ------------------------------------------------------------------ reading
 
@@ -629,6 +662,28 @@ class Store:
     def count(self, table: type[Any]) -> int:
         with self.read() as conn:
             return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Appends inside one transaction of :meth:`Store.batch`, with the same checks as the
+    store's own methods; nothing is visible to readers until the batch commits."""
+
+    store: Store
+    conn: Session
+
+    def create_session(self, header: SessionHeader) -> None:
+        self.store._create_session_in(self.conn, header)
+
+    def append(
+        self, session_id: str, event_type: EventType, payload: Contract | dict[str, Any], *, turn: int, created_at: datetime
+    ) -> Event:
+        return self.store._append_in(self.conn, session_id, event_type, payload, turn=turn, created_at=created_at)
+
+    def write_snapshot(self, snapshot: AuditSnapshot, context_block: str) -> str:
+        block, body, content_hash = self.store._checked_snapshot(snapshot, context_block, None)
+        self.store._write_snapshot_in(self.conn, snapshot, block, (), body, content_hash)
+        return content_hash
 
 
 def snapshot_candidate_rows(snapshot: AuditSnapshot) -> list[dict[str, Any]]:

@@ -252,6 +252,25 @@ class DriftCheckRow(SQLModel, table=True):
     hash: str
 
 
+class ImportRow(SQLModel, table=True):
+    """One import of an agent session file's content into a session (``core/store/imports.py``)."""
+
+    __tablename__ = "imports"
+    sha256: str = Field(primary_key=True)
+    session_id: str
+    format: str
+    agent_session: str
+    """The agent's own id of the session (a Claude Code ``sessionId``, a trajectory's name)."""
+    source_name: str
+    size: int = Field(sa_type=BigInteger)
+    items: int
+    """Context items of the session imported so far (its observed snapshots hold them)."""
+    calls: int
+    digest: str
+    """A hash of the items and calls as read (``core/importers/store_import.py``)."""
+    imported_at: str
+
+
 STORE_TABLES: tuple[type[SQLModel], ...] = (
     MetaRow,
     MigrationRow,
@@ -271,6 +290,7 @@ STORE_TABLES: tuple[type[SQLModel], ...] = (
     MemoryVersionRow,
     DriftRunRow,
     DriftCheckRow,
+    ImportRow,
 )
 
 

@@ -81,6 +81,7 @@ def store(tmp_path_factory) -> dict[str, str]:
         "db": db, "workspace": str(workspace), "intent": str(intent), "session": session, "snapshot": snapshot,
         "base": str(base),
         "script": str(SAMPLES / "flags-budget-trim"), "memories": str(memories),
+        "imports": str(Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "swe-agent"),
     }
 
 
@@ -109,6 +110,7 @@ RUNS: dict[str, list[str]] = {
     "checkpoint": ["checkpoint"],
     "rebuild": ["rebuild", "--from", "{db}", "--db", "{fresh}"],
     "migrate": ["migrate"],
+    "import": ["import", "{imports}", "--db", "{fresh}"],
 }
 """One run of each command (and of each way a command prints differently)."""
 PRINTS_STORED_TEXT = {"retrieve", "replay", "memory export", "show snapshot"}

@@ -44,6 +44,9 @@ EXPECTED_COLUMNS: dict[str, list[str]] = {
         "id", "snapshot_id", "created_at", "index_version", "engine_version", "config_hash", "summary", "body", "hash",
     ],
     "drift_checks": ["id", "run_id", "snapshot_id", "checked_at", "hash"],
+    "imports": [
+        "sha256", "session_id", "format", "agent_session", "source_name", "size", "items", "calls", "digest", "imported_at",
+    ],
 }
 
 

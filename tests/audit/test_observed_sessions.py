@@ -100,7 +100,7 @@ def _workspace_from_the_read(tmp_path: Path, db: str, session_id: str) -> tuple[
 
 def test_drift_tells_unchanged_shifted_content_changed_and_removed(tmp_path, pydicom_store):
     db, session_id = pydicom_store
-    root, lines = _workspace_from_the_read(tmp_path, db, session_id)
+    root, _ = _workspace_from_the_read(tmp_path, db, session_id)
     with Store.open(db, read_only=True) as store:
         session = read_observed(store, session_id)
 

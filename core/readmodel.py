@@ -27,6 +27,7 @@ from scopelens.core.audit.drift import DriftOutcome as DriftOutcome
 from scopelens.core.audit.drift import DriftRecorded as DriftRecorded
 from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
 from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run, snapshot_turns_of
+from scopelens.core.audit.observed import ObservedSession, read_observed
 from scopelens.core.audit.replay import context_hash_of
 from scopelens.core.audit.whynot import QUERY_KINDS as QUERY_KINDS
 from scopelens.core.audit.whynot import InputKind as InputKind
@@ -63,7 +64,7 @@ from scopelens.core.store.engine import display_url
 from scopelens.core.store.store import Store, event_summary, stored_time_or_none
 from scopelens.core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
 from scopelens.core.store.verify import candidate_rows_agree, verify_session
-from scopelens.core.vocab import EventType, FindingKind, Stage
+from scopelens.core.vocab import EventType, FindingKind, SnapshotKind, Stage
 
 RowT = TypeVar("RowT")
 VerifyState = Literal["pending", "ok", "problem"]
@@ -214,6 +215,50 @@ class SnapshotView:
     Where sub-queries share a source, its candidates count for each of them."""
 
 
+@dataclass(frozen=True)
+class SeenItemView:
+    """One item an imported call had in its context."""
+
+    position: int
+    citation_id: str
+    kind: str
+    tool: str | None
+    source_ref: str
+    path: str | None
+    lines: str
+    first_seen: int
+    """The turn (call) that first had it: earlier than the call shown, or this one (new)."""
+    new: bool
+    visible_text: str
+    hash_ok: bool
+    redaction_count: int
+    mentions: tuple[str, ...]
+    ref: str
+
+
+@dataclass(frozen=True)
+class ObservedCallView:
+    """An observed snapshot as its screen shows it: the call, and everything it had seen."""
+
+    id: str
+    session_id: str
+    turn: int
+    created_at: datetime
+    content_hash: str
+    format: str
+    source_file: str
+    call_ref: str
+    visible_from: int
+    visible_to: int
+    replaced: tuple[int, int] | None
+    tool_calls: tuple[str, ...]
+    not_recorded: tuple[str, ...]
+    items: tuple[SeenItemView, ...]
+    block_ok: bool
+    turns: tuple[int, ...]
+    """Every turn of the session with an observed snapshot, for stepping call to call."""
+
+
 FindingOpens = Literal["citation", "item", "candidate", "event"]
 REPLY_FINDINGS = frozenset({FindingKind.CITATION_DISTORTION, FindingKind.UNSUPPORTED_CITATION, FindingKind.UNCITED_REPLY})
 """Findings about what a reply cited (or did not): they lead to the reply."""
@@ -267,6 +312,7 @@ class ReadModel:
     ids: IdSource | None = None
     store: Store = field(init=False)
     _verify: dict[str, VerifyStatus] = field(default_factory=dict, init=False)
+    _observed: dict[str, ObservedSession] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.store = Store.open(self.url, read_only=True)
@@ -612,6 +658,54 @@ class ReadModel:
                 .limit(1)
             ).first()
         return found is not None
+
+    def snapshot_kind(self, snapshot_id: str) -> SnapshotKind:
+        """What a snapshot records, which decides the screen that shows it."""
+        return self.store.get_snapshot(snapshot_id).snapshot.kind
+
+    def observed_call(self, snapshot_id: str) -> ObservedCallView:
+        """An observed snapshot with every item its call had seen (from the session's snapshots)."""
+        stored = self.store.get_snapshot(snapshot_id)
+        snapshot, call = stored.snapshot, stored.snapshot.observed
+        if call is None:
+            raise UnknownIdError(f"snapshot {snapshot_id} is {snapshot.kind.value}, not an observed snapshot")
+        session = self._observed_session(snapshot.session_id, refresh=snapshot_id)
+        try:
+            raw = self.store.get_blob(snapshot.projection.block_ref)
+        except UnknownIdError:
+            raw = b""
+        items = tuple(
+            SeenItemView(
+                position=seen.position, citation_id=seen.item.citation_id, kind=seen.observed.kind.value,
+                tool=seen.observed.tool, source_ref=seen.item.source_ref, path=seen.item.path,
+                lines=f"{seen.item.line_start}-{seen.item.line_end}" if seen.item.line_start is not None else "",
+                first_seen=seen.turn, new=seen.turn == snapshot.turn, visible_text=seen.item.visible_text,
+                hash_ok=text_hash(seen.item.visible_text) == seen.item.visible_text_hash,
+                redaction_count=len(seen.item.redactions), mentions=seen.observed.mentions, ref=seen.observed.ref,
+            )
+            for seen in session.visible(snapshot.turn)
+        )
+        return ObservedCallView(
+            id=snapshot.id, session_id=snapshot.session_id, turn=snapshot.turn, created_at=snapshot.created_at,
+            content_hash=stored.content_hash, format=call.format, source_file=call.source_file, call_ref=call.call_ref,
+            visible_from=call.visible_from, visible_to=call.visible_to, replaced=call.replaced,
+            tool_calls=call.tool_calls, not_recorded=call.not_recorded, items=items,
+            block_ok=sha256_hex(raw) == snapshot.projection.block_ref,
+            turns=tuple(s.turn for s in session.snapshots),
+        )
+
+    def observed_snapshot_at(self, session_id: str, turn: int) -> str:
+        """The id of the observed snapshot of a session's call at ``turn``."""
+        return self._observed_session(session_id).snapshot(turn).id
+
+    def _observed_session(self, session_id: str, *, refresh: str | None = None) -> ObservedSession:
+        """The session's observed side, kept while the screen steps through its calls (read
+        again when it does not hold ``refresh``: an import appended since)."""
+        cached = self._observed.get(session_id)
+        if cached is None or (refresh is not None and all(s.id != refresh for s in cached.snapshots)):
+            cached = read_observed(self.store, session_id)
+            self._observed = {session_id: cached}  # one session at a time
+        return cached
 
     def snapshot_ids(self, session_id: str) -> tuple[str, ...]:
         """The session's snapshots in the order they were recorded (turn order)."""

@@ -31,7 +31,7 @@ from scopelens.core.importers.observations import read_file_bytes
 from scopelens.core.importers.observed_snapshot import clean, observed_snapshot
 from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.store.imports import ImportRecord, import_of, imports_of, record_import
-from scopelens.core.store.store import Batch, Store
+from scopelens.core.store.store import OBSERVED_ID_PREFIX, Batch, Store
 from scopelens.core.vocab import EventType
 
 Status = Literal["imported", "appended", "unchanged"]
@@ -169,7 +169,7 @@ def _write_calls(
             if item.kind == "task":
                 batch.append(session_id, EventType.USER_MESSAGE, UserMessagePayload(text=redact(item.text, key).text),
                              turn=turn, created_at=item.at or at)
-        observed = observed_snapshot(session, call, snapshot_id=store.ids.new_id("snap"), session_id=session_id,
+        observed = observed_snapshot(session, call, snapshot_id=store.ids.new_id(OBSERVED_ID_PREFIX), session_id=session_id,
                                      first_new=stored_to, at=at, key=key)
         batch.write_snapshot(observed.snapshot, observed.block)
         request_id = f"call-{call.number}"

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Header, Static
 from scopelens.core.clock import when
 from scopelens.core.readmodel import EventView, SessionView, TurnView, VerifyStatus, turn_count
 from scopelens.core.textsafety import clip, listing, short
-from scopelens.core.vocab import EventType
+from scopelens.core.vocab import EventType, SnapshotKind
 from scopelens.inspector.actions import bindings_for
 from scopelens.inspector.screens.base import InspectorScreen, shows_problems
 from scopelens.inspector.widgets.fitted_table import Column, FittedTable
@@ -203,6 +203,11 @@ class TimelineScreen(InspectorScreen):
         )
         if not snapshot_ids:
             self.notify("No snapshot in this turn.", timeout=3)
+            return
+        if self.host.model.snapshot_kind(snapshot_ids[0]) == SnapshotKind.OBSERVED:
+            from scopelens.inspector.screens.observed import ObservedScreen
+
+            self.app.push_screen(ObservedScreen(snapshot_ids[0]))
             return
         from scopelens.inspector.screens.snapshot import SnapshotScreen
 

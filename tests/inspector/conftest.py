@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from scopelens.core.clock import SequentialIds, SteppingClock
+from scopelens.core.importers.store_import import import_paths
 from scopelens.core.record.demo import DEMO_DB, STAMP, ensure_demo_store
+from scopelens.core.record.recorder import RECORDER_KEY
+from scopelens.core.store.store import Store
 from scopelens.inspector.app import InspectorApp, make_app
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_sessions"
@@ -111,3 +114,19 @@ def pytest_pyfunc_call(pyfuncitem):  # type: ignore[no-untyped-def]
         asyncio.run(pyfuncitem.obj(**{name: pyfuncitem.funcargs[name] for name in names}))
         return True
     return None
+
+
+IMPORTED_SESSION = "s-imported-0001"
+PYDICOM_TRAJECTORY = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "swe-agent" / "pydicom__pydicom-1458.traj"
+
+
+@pytest.fixture
+def imported_store(tmp_path) -> Path:
+    """The real pydicom SWE-agent run imported, deterministically (ids, clock, redaction key)."""
+    db = tmp_path / "imported" / "imported.db"
+    clock = SteppingClock(datetime(2026, 5, 1, 9, 0, tzinfo=UTC))
+    with Store.open(str(db), create=True, clock=clock, ids=SequentialIds("imported"),
+                    redaction_key=RECORDER_KEY) as store:
+        outcome = import_paths(store, [PYDICOM_TRAJECTORY], project="pydicom").outcomes[0]
+    assert outcome.session_id == IMPORTED_SESSION
+    return db

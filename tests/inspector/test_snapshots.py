@@ -11,6 +11,7 @@ import pytest
 from scopelens.inspector.screens.drift import DriftScreen, SessionDriftScreen
 from scopelens.inspector.screens.findings import FindingsScreen
 from scopelens.inspector.screens.help import HelpScreen
+from scopelens.inspector.screens.observed import ObservedScreen
 from scopelens.inspector.screens.snapshot import SnapshotScreen
 from scopelens.inspector.screens.timeline import TimelineScreen
 from scopelens.inspector.screens.whynot import WhyNotScreen
@@ -146,3 +147,11 @@ def test_light_theme_findings(snap_compare, demo_store):
     """The findings in the light theme (outcome colours must stay legible)."""
     assert snap_compare(build_app(demo_store, theme="textual-light"), terminal_size=(100, 30),
                         run_before=opening(FindingsScreen))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_observed_screen(snap_compare, imported_store, size):
+    """The real pydicom SWE-agent run, imported: call 6's whole context, the gold file's read
+    (new at this call) highlighted with its text beside (under it when narrow)."""
+    assert snap_compare(build_app(imported_store), terminal_size=size,
+                        run_before=opening(lambda: ObservedScreen("obs-imported-0006"), "down"))

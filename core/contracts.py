@@ -523,7 +523,12 @@ class AuditSnapshot(UtcModel):
 
     def funnel(self) -> Funnel:
         """How many candidates each stage kept or dropped; the scope probe's rows apart (they
-        were never recalled), so that recalled − every pipeline rejection = selected."""
+        were never recalled), so that recalled − every pipeline rejection = selected.
+
+        A retrieval's and a counterfactual's; an observed snapshot recalled nothing (its items
+        are what the agent's log shows its model had), so it has none and is refused."""
+        if self.kind == SnapshotKind.OBSERVED:
+            raise InvalidInputError(f"snapshot {self.id} is observed: nothing was recalled or dropped, it has no funnel")
         pipeline = Counter(r.stage for r in self.rejected if not r.from_probe)
         probe = Counter(r.stage for r in self.rejected if r.from_probe)
         return Funnel(

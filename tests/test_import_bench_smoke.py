@@ -14,5 +14,5 @@ def test_import_bench_quick(tmp_path: Path, capsys) -> None:  # type: ignore[no-
     assert import_bench.main(["--quick", "--json", str(out)]) == 0
     figures = json.loads(out.read_text())
     assert set(figures["formats"]) == {"claude-code", "codex", "swe-agent", "openhands"}
-    assert all(f["calls"] > 100 and f["read_s"] > 0 for f in figures["formats"].values())
-    assert "slowest read" in capsys.readouterr().out
+    assert all(f["calls"] > 100 and f["read_s"] > 0 and f["import_s"] >= f["read_s"] for f in figures["formats"].values())
+    assert "slowest import" in capsys.readouterr().out

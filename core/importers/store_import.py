@@ -30,8 +30,9 @@ from scopelens.core.importers.model import ImportedSession
 from scopelens.core.importers.observations import read_file_bytes
 from scopelens.core.importers.observed_snapshot import clean, observed_snapshot
 from scopelens.core.redact import RedactionKey, redact
+from scopelens.core.store.batch import Batch
 from scopelens.core.store.imports import ImportRecord, import_of, imports_of, record_import
-from scopelens.core.store.store import OBSERVED_ID_PREFIX, Batch, Store
+from scopelens.core.store.store import OBSERVED_ID_PREFIX, Store
 from scopelens.core.vocab import EventType
 
 Status = Literal["imported", "appended", "unchanged"]

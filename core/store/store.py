@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlalchemy import Engine, func, inspect, text, update
@@ -69,6 +69,9 @@ from scopelens.core.store.tables import (
 )
 from scopelens.core.textsafety import clip, listing
 from scopelens.core.vocab import EventType, SnapshotKind, Stage
+
+if TYPE_CHECKING:
+    from scopelens.core.store.batch import Batch
 
 APP_ID = "scopelens"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -285,10 +288,14 @@ class Store:
 
     @contextmanager
     def batch(self) -> Iterator[Batch]:
-        """One write transaction for many records (an imported session file): all or nothing."""
+        """One write transaction for many records (an imported session file): all or nothing,
+        written together when the block ends (``core/store/batch.py``)."""
+        from scopelens.core.store.batch import Batch
+
         with self.write() as conn:
-            self._lock_store_head(conn)
-            yield Batch(self, conn)
+            batch = Batch(self, conn, *self._lock_store_head(conn))
+            yield batch
+            batch.flush()
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -416,14 +423,7 @@ class Store:
         created_at: datetime | None,
     ) -> Event:
         """Append inside a transaction that already holds the store-head lock."""
-        payload_model = EVENT_PAYLOADS[EventType(event_type)]
-        try:
-            checked = payload_model.model_validate(
-                payload.model_dump(mode="json") if isinstance(payload, Contract) else payload, extra="forbid"
-            )
-        except ValidationError as exc:
-            raise InvalidInputError(f"{event_type} payload: {_first_line(exc)}") from None
-        refuse_secrets(f"{event_type} payload", checked.model_dump(mode="json"))
+        checked = checked_payload(event_type, payload)
         head = conn.exec(select(SessionHeadRow).where(col(SessionHeadRow.session_id) == session_id)).first()
         if head is None:
             raise UnknownIdError(f"no session {session_id!r} in this store")
@@ -437,7 +437,7 @@ class Store:
             turn=turn,
             type=EventType(event_type),
             created_at=created_at or self.clock.now(),
-            payload=checked.model_dump(mode="json"),
+            payload=checked,
             prev_hash=head.head_hash,
         )
         body = canonical_json(event)
@@ -484,7 +484,7 @@ class Store:
 
     def _put_blob_in(self, conn: Session, data: bytes) -> str:
         digest = sha256_hex(data)
-        conn.execute(_insert_ignore(self.dialect, BlobRow, {"sha256": digest, "size": len(data), "data": data}))
+        conn.execute(insert_ignore(self.dialect, BlobRow, {"sha256": digest, "size": len(data), "data": data}))
         return digest
 
     def get_blob(self, digest: str) -> bytes:
@@ -667,28 +667,6 @@ class Store:
             return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
 
 
-@dataclass(frozen=True)
-class Batch:
-    """Appends inside one transaction of :meth:`Store.batch`, with the same checks as the
-    store's own methods; nothing is visible to readers until the batch commits."""
-
-    store: Store
-    conn: Session
-
-    def create_session(self, header: SessionHeader) -> None:
-        self.store._create_session_in(self.conn, header)
-
-    def append(
-        self, session_id: str, event_type: EventType, payload: Contract | dict[str, Any], *, turn: int, created_at: datetime
-    ) -> Event:
-        return self.store._append_in(self.conn, session_id, event_type, payload, turn=turn, created_at=created_at)
-
-    def write_snapshot(self, snapshot: AuditSnapshot, context_block: str) -> str:
-        block, body, content_hash = self.store._checked_snapshot(snapshot, context_block, None)
-        self.store._write_snapshot_in(self.conn, snapshot, block, (), body, content_hash)
-        return content_hash
-
-
 def snapshot_candidate_rows(snapshot: AuditSnapshot) -> list[dict[str, Any]]:
     """The pageable rows of a snapshot: selected items, then rejections, in record order.
 
@@ -747,7 +725,7 @@ def _header(row: SessionRow) -> SessionHeader:
     )
 
 
-def _insert_ignore(dialect: str, table: type[Any], values: dict[str, Any]) -> Any:
+def insert_ignore(dialect: str, table: type[Any], values: dict[str, Any]) -> Any:
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
     return insert(table_of(table)).values(**values).on_conflict_do_nothing()
 
@@ -820,6 +798,21 @@ def event_summary(event: Event) -> str:
             return clip(f"session on {where}{agent}" + (f": {payload['title']}" if payload.get("title") else ""), SUMMARY_WIDTH)
         case _:
             return clip(json.dumps(payload, ensure_ascii=False), SUMMARY_WIDTH)
+
+
+def checked_payload(event_type: EventType, payload: Contract | dict[str, Any]) -> dict[str, Any]:
+    """An event's payload validated against its type's model (no unknown field) and free of
+    detectable secrets, as the JSON the event stores."""
+    payload_model = EVENT_PAYLOADS[EventType(event_type)]
+    try:
+        checked = payload_model.model_validate(
+            payload.model_dump(mode="json") if isinstance(payload, Contract) else payload, extra="forbid"
+        )
+    except ValidationError as exc:
+        raise InvalidInputError(f"{event_type} payload: {_first_line(exc)}") from None
+    dumped: dict[str, Any] = checked.model_dump(mode="json")
+    refuse_secrets(f"{event_type} payload", dumped)
+    return dumped
 
 
 def refuse_secrets(what: str, value: Any) -> None:

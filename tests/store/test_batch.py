@@ -43,7 +43,7 @@ def test_a_batch_chains_events_exactly_as_appending_them_one_by_one(tmp_path, st
 def test_a_batch_that_fails_writes_nothing(store_url):
     with Store.open(store_url, create=True) as store:
         head = store.store_head()
-        with pytest.raises(InvalidInputError, match="user.message payload"), store.batch() as batch:
+        with pytest.raises(InvalidInputError, match=r"user\.message payload"), store.batch() as batch:
             batch.create_session(SessionHeader(id="s-1", project="p", created_at=START))
             batch.append("s-1", EventType.USER_MESSAGE, {"text": "fine"}, turn=1, created_at=START)
             batch.append("s-1", EventType.USER_MESSAGE, {"words": "no such field"}, turn=2, created_at=START)

@@ -27,7 +27,7 @@ from scopelens.core.audit.drift import DriftOutcome as DriftOutcome
 from scopelens.core.audit.drift import DriftRecorded as DriftRecorded
 from scopelens.core.audit.drift import DriftRunSummary as DriftRunSummary
 from scopelens.core.audit.drift import compute_drift, list_drift_runs, load_drift_run, snapshot_turns_of
-from scopelens.core.audit.observed import ObservedSession, read_observed
+from scopelens.core.audit.observed import ObservedSession, counterfactual_at, read_observed
 from scopelens.core.audit.replay import context_hash_of
 from scopelens.core.audit.whynot import QUERY_KINDS as QUERY_KINDS
 from scopelens.core.audit.whynot import InputKind as InputKind
@@ -209,10 +209,18 @@ class SnapshotView:
     missing_evidence: tuple[str, ...]
     response_citations: tuple[tuple[str, tuple[str, ...]], ...]
     """(response event ref, cited ids) for the responses of this turn."""
+    kind: SnapshotKind = SnapshotKind.RETRIEVED
     sub_query_hits: dict[str, int] = field(default_factory=dict)
     """Sub-query id -> the recalled candidates (selected or rejected by the pipeline, not the
     probe's) from its sources: what it brought in, read from the snapshot, never re-searched.
     Where sub-queries share a source, its candidates count for each of them."""
+
+    @property
+    def kind_label(self) -> str:
+        """How a title names the snapshot: ``snapshot``, or a counterfactual as such."""
+        if self.kind == SnapshotKind.COUNTERFACTUAL:
+            return "counterfactual snapshot (never shown to the session's model) "
+        return "snapshot "
 
 
 @dataclass(frozen=True)
@@ -257,6 +265,10 @@ class ObservedCallView:
     block_ok: bool
     turns: tuple[int, ...]
     """Every turn of the session with an observed snapshot, for stepping call to call."""
+    counterfactual_id: str | None = None
+    """The counterfactual retrieval run at this turn (``import --retrieve``), if any."""
+    counterfactual_items: tuple[tuple[str, str], ...] = ()
+    """Its selected items, (citation id, source_ref), in rank order: what it would have shown."""
 
 
 FindingOpens = Literal["citation", "item", "candidate", "event"]
@@ -504,6 +516,7 @@ class ReadModel:
             missing_evidence=tuple(k.value for k in snapshot.missing_evidence),
             response_citations=tuple((ref, tuple(ids)) for ref, ids in responses),
             sub_query_hits=_sub_query_hits(snapshot),
+            kind=snapshot.kind,
         )
 
     def trimmed_texts(self, snapshot_id: str, citation_id: str) -> tuple[str | None, ...]:
@@ -670,6 +683,7 @@ class ReadModel:
         if call is None:
             raise UnknownIdError(f"snapshot {snapshot_id} is {snapshot.kind.value}, not an observed snapshot")
         session = self._observed_session(snapshot.session_id, refresh=snapshot_id)
+        counterfactual = counterfactual_at(self.store, snapshot.session_id, snapshot.turn)
         try:
             raw = self.store.get_blob(snapshot.projection.block_ref)
         except UnknownIdError:
@@ -692,6 +706,9 @@ class ReadModel:
             tool_calls=call.tool_calls, not_recorded=call.not_recorded, items=items,
             block_ok=sha256_hex(raw) == snapshot.projection.block_ref,
             turns=tuple(s.turn for s in session.snapshots),
+            counterfactual_id=counterfactual.id if counterfactual is not None else None,
+            counterfactual_items=tuple((i.citation_id, i.source_ref) for i in counterfactual.selected)
+            if counterfactual is not None else (),
         )
 
     def observed_snapshot_at(self, session_id: str, turn: int) -> str:

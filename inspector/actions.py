@@ -74,6 +74,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("observed.next", "n", "step_call(1)", "Next call", "The session's next model call", "call: next in session", "observed"),
     Action("observed.prev", "p", "step_call(-1)", "Prev call", "The session's previous model call", "call: previous in session",
            "observed"),
+    Action("observed.counterfactual", "r", "open_counterfactual", "Retrieval", "What scoped retrieval would have given at this turn",
+           "call: open its counterfactual retrieval", "observed"),
     Action("observed.copy", "c", "copy_id", "Copy id", "Copy the snapshot id", "observed snapshot: copy id", "observed"),
     Action("drift.compute", "r", "compute", "Run drift", "Re-run the recorded plan against today's index", "drift: run", "drift"),
     Action("drift.diff", "enter", "show_diff", "Diff", "Show the diff of the highlighted item", "drift: show diff", "drift"),

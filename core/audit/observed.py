@@ -145,3 +145,9 @@ def sighting(session: ObservedSession, path: str, *, gold: bool = False) -> Sigh
         or any(same_path(mentioned_path(m), path) for m in s.observed.mentions))), None)
     status: Literal["seen", "mentioned", "never"] = "seen" if reads else "mentioned" if named else "never"
     return Sighting(path, status, reads, named, gold)
+
+
+def counterfactual_at(store: Store, session_id: str, turn: int) -> AuditSnapshot | None:
+    """The counterfactual snapshot stored for a session's turn (the last, if run again), if any."""
+    found = [s.snapshot for s in store.snapshots_of(session_id, kind=SnapshotKind.COUNTERFACTUAL) if s.snapshot.turn == turn]
+    return found[-1] if found else None

@@ -143,7 +143,10 @@ def _print_turn(out: Any, turn: ReplayedTurn, observed: ObservedSession | None, 
     for replayed in turn.snapshots:
         bad = [c for c in replayed.checks if not c.ok]
         mark = "[green]✓[/]" if not bad else "[red]✗[/]"
-        out.print(f"{mark} snapshot {literal(replayed.snapshot.id)} hash {short(replayed.content_hash)} "
+        kind = replayed.snapshot.kind
+        what = {SnapshotKind.RETRIEVED: "snapshot", SnapshotKind.OBSERVED: "observed snapshot",
+                SnapshotKind.COUNTERFACTUAL: "counterfactual snapshot (never shown to this model)"}[kind]
+        out.print(f"{mark} {what} {literal(replayed.snapshot.id)} hash {short(replayed.content_hash)} "
                   f"({len(replayed.snapshot.selected)} items)")
         call = replayed.snapshot.observed
         if observed is not None and call is not None:

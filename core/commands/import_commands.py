@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.output import console, plain_row, print_json
+
+if TYPE_CHECKING:
+    from scopelens.core.importers.counterfactual import CounterfactualTurn
 
 FORMAT_NAMES = ("swe-agent", "claude-code", "codex", "openhands")
 
@@ -27,24 +30,44 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
                          help="the checkout the sessions worked on: their paths are read against it (drift)")
     imports.add_argument("--project", help="the project to file the sessions under (default: the workspace's name)")
     imports.add_argument("--branch", help="the branch the sessions worked on")
+    imports.add_argument("--retrieve", action="store_true",
+                         help="also run scoped retrieval at each imported call (the project must be indexed): "
+                              "stored as counterfactual snapshots, never mixed with what the model saw")
+    imports.add_argument("--instance", type=Path, metavar="FILE",
+                         help="with --retrieve: a SWE-bench instance (JSON): its FAIL_TO_PASS tests join each intent, "
+                              "and its gold files are ranked")
     imports.add_argument("--json", action="store_true", help="print JSON")
     imports.set_defaults(run=run_import)
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from scopelens.core.importers.store_import import import_paths
+    from scopelens.core.importers.counterfactual import run_counterfactuals
+    from scopelens.core.importers.instance import read_instance
+    from scopelens.core.importers.store_import import import_paths, new_turns
     from scopelens.core.store.store import Store
 
     workspace: Path | None = args.workspace
     if workspace is not None and not workspace.is_dir():
         raise InvalidInputError(f"--workspace {workspace}: not a directory")
     project = args.project or (workspace.resolve().name if workspace is not None else "imported")
+    if args.instance is not None and not args.retrieve:
+        raise InvalidInputError("--instance goes with --retrieve (for why-not, pass it to why-not --session)")
+    instance = read_instance(args.instance) if args.instance is not None else None
+    counterfactuals: dict[str, list[CounterfactualTurn]] = {}
     with Store.open(args.db, create=True) as store:
+        if args.retrieve:  # before anything is written: retrieval needs the project's index
+            store.require_project(project)
         report = import_paths(store, list(args.paths), project=project, format=args.format, workspace=workspace,
                               branch=args.branch)
+        if args.retrieve:
+            for o in report.outcomes:
+                if o.calls:
+                    counterfactuals[o.session_id] = run_counterfactuals(
+                        store, o.session_id, instance=instance, turns=new_turns(store, o.session_id, o.calls))
     if args.json:
         print_json("import", {"project": project, "sessions": [dataclasses.asdict(o) for o in report.outcomes],
-                              "skipped": report.skipped})
+                              "skipped": report.skipped,
+                              "counterfactuals": {k: [dataclasses.asdict(t) for t in v] for k, v in counterfactuals.items()}})
         return 0
     out = console()
     table = Table("session", "status", "format", "calls", "items", "redacted", "source")
@@ -59,6 +82,22 @@ def run_import(args: argparse.Namespace) -> int:
             out.print(f"{o.source}: entries of types not read (counted, not fatal): {counted}", markup=False)
     for skipped in report.skipped:
         out.print(f"skipped: {skipped}", markup=False)
+    for session_id, turns in counterfactuals.items():
+        _print_counterfactuals(out, session_id, turns)
     out.print(f"project {project}: replay SESSION, why-not --session SESSION --path P, drift --session SESSION",
               markup=False)
     return 0
+
+
+def _print_counterfactuals(out: Any, session_id: str, turns: list[CounterfactualTurn]) -> None:
+    """Per turn, each gold or edited file: seen by the agent by then, and its rank in the
+    counterfactual retrieval (✓: in its block)."""
+    table = Table("turn", "counterfactual", "file", "agent had seen it", "rank in retrieval",
+                  title=f"session {session_id}: what scoped retrieval would have given, turn by turn")
+    for turn in turns:
+        for rank in turn.files:
+            where = "-" if rank.rank is None else f"{rank.rank}{' ✓ shown' if rank.selected else ''}"
+            marks = ", ".join(m for m, on in (("gold", rank.gold), ("edited", rank.edited)) if on)
+            plain_row(table, str(turn.turn), turn.snapshot_id, f"{rank.path} ({marks})",
+                      "yes" if rank.seen_by_agent else "no", where)
+    out.print(table)

@@ -33,7 +33,7 @@ from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.store.batch import Batch
 from scopelens.core.store.imports import ImportRecord, import_of, imports_of, record_import
 from scopelens.core.store.store import OBSERVED_ID_PREFIX, Store
-from scopelens.core.vocab import EventType
+from scopelens.core.vocab import EventType, SnapshotKind
 
 Status = Literal["imported", "appended", "unchanged"]
 
@@ -199,3 +199,9 @@ def _outcome(
     return ImportOutcome(source=session.source.path, format=session.format, session_id=session_id, status=status,
                          calls=calls, items=items, redactions=redactions, unknown=dict(session.unknown),
                          not_recorded=session.not_recorded, note=note)
+
+
+def new_turns(store: Store, session_id: str, calls: int) -> list[int]:
+    """The turns of the last ``calls`` observed snapshots of a session: an import's new calls."""
+    turns = [s.snapshot.turn for s in store.snapshots_of(session_id, kind=SnapshotKind.OBSERVED)]
+    return turns[len(turns) - calls :] if calls else []

@@ -57,9 +57,9 @@ from scopelens.core.pipeline.rerank import anchor_handles, rerank
 from scopelens.core.pipeline.scope import resolve_scope
 from scopelens.core.pipeline.trim import fit_to_budget
 from scopelens.core.redact import redact_document
-from scopelens.core.store.store import Store
+from scopelens.core.store.store import COUNTERFACTUAL_ID_PREFIX, Store
 from scopelens.core.store.tables import IndexRunRow, SessionHeadRow
-from scopelens.core.vocab import EvidenceKind, MergePolicy, Stage, SubQueryIntent
+from scopelens.core.vocab import EvidenceKind, MergePolicy, SnapshotKind, Stage, SubQueryIntent
 
 RANKED_LIMIT = 100
 """The snapshot's ``ranked`` list keeps the first 100 candidates after rerank (every selected
@@ -248,9 +248,13 @@ class Retriever:
         turn: int | None = None,
         model_request_id: str | None = None,
         branch: str | None = None,
+        kind: SnapshotKind = SnapshotKind.RETRIEVED,
     ) -> RetrievalObservation:
         """Run the pipeline, write the snapshot (and a new session unless ``session_id`` is
         given), then return the block.
+
+        ``kind`` is ``counterfactual`` for a retrieval run afterwards at a turn of an imported
+        session, to show what it would have given (``core/importers/counterfactual.py``).
 
         Raises :class:`UnknownIdError`, writing nothing, for a project the store does not know
         (no index run, session or memory of it), and :class:`InvalidInputError` for a branch
@@ -286,7 +290,7 @@ class Retriever:
         outcome = run_pipeline(self.store, self.scorer, self.policy, intent, scope, retrieval_plan, now)
         ranked = outcome.ranked
 
-        snapshot_id = self.ids.new_id("snap")
+        snapshot_id = self.ids.new_id(COUNTERFACTUAL_ID_PREFIX if kind == SnapshotKind.COUNTERFACTUAL else "snap")
         nonce = sha256_hex(f"{snapshot_id}:{self.ids.new_id('nonce')}".encode())[:12]
         items = bind_citations(snapshot_id, outcome.fitted, outcome.labels, rerank_module.WEIGHTS[scope.purpose])
         selected_kinds = {item.evidence_kind for item in items}
@@ -300,6 +304,7 @@ class Retriever:
         stats = Counter(r.stage for r in rejected)
         stats[Stage.SELECTED] = len(items)
         snapshot = AuditSnapshot(
+            kind=kind,
             id=snapshot_id,
             session_id=session_id,
             turn=turn if turn is not None else self._current_turn(session_id),

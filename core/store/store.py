@@ -78,8 +78,10 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 MIGRATION_LOCK = 7133701
 """PostgreSQL advisory lock key held while migrating."""
 OBSERVED_ID_PREFIX = "obs"
-"""Ids of observed snapshots (``scopelens import``) start ``obs-``; retrievals' ``snap-``: listings
-say which without reading the document (the kind itself is in the document)."""
+COUNTERFACTUAL_ID_PREFIX = "cf"
+"""Ids of observed snapshots (``scopelens import``) start ``obs-``, of counterfactual ones
+(``import --retrieve``) ``cf-``, retrievals' ``snap-``: listings say which without reading the
+document (the kind itself is in the document)."""
 KNOWN_PROJECTS_SHOWN = 20
 """How many project names an unknown-project error lists (a shared store may hold many)."""
 
@@ -791,6 +793,8 @@ def event_summary(event: Event) -> str:
         case EventType.RETRIEVAL_SNAPSHOT_CREATED:
             if str(payload["snapshot_id"]).startswith(OBSERVED_ID_PREFIX + "-"):
                 return f"observed {payload['snapshot_id']} ({payload['selected_count']} new in context)"
+            if str(payload["snapshot_id"]).startswith(COUNTERFACTUAL_ID_PREFIX + "-"):
+                return f"counterfactual {payload['snapshot_id']} ({payload['selected_count']} selected, never shown)"
             return f"snapshot {payload['snapshot_id']} ({payload['selected_count']} selected)"
         case EventType.SESSION_STARTED:
             where = f"{payload.get('project', '')}@{payload.get('branch') or '-'}"

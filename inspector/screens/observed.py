@@ -39,6 +39,7 @@ class ObservedScreen(InspectorScreen):
     key         does
     ==========  ==========================================================================
     ``n``/``p`` the session's next or previous call
+    ``r``       the counterfactual retrieval of this turn (``import --retrieve``), when there is one
     ``c``       copy the snapshot id
     ==========  ==========================================================================
     """
@@ -63,6 +64,7 @@ class ObservedScreen(InspectorScreen):
         yield Header()
         yield Static(f"observed snapshot {self.snapshot_id}", id="observed-title", markup=False)
         yield Static("", id="observed-call", markup=False)
+        yield Static("", id="observed-counterfactual", markup=False)
         with Horizontal(id="observed-body"):
             yield FittedTable(COLUMNS, id="observed-items", cursor_type="row")
             yield Static("", id="observed-detail", markup=False)
@@ -96,6 +98,12 @@ class ObservedScreen(InspectorScreen):
         if view.not_recorded:
             lines.append(f"not in the {view.format} log: {listing(view.not_recorded, 2, '; ')}")
         self.query_one("#observed-call", Static).update("\n".join(lines))
+        counterfactual = self.query_one("#observed-counterfactual", Static)
+        counterfactual.display = view.counterfactual_id is not None
+        if view.counterfactual_id is not None:
+            shown = " · ".join(f"[{cite}] {ref}" for cite, ref in view.counterfactual_items) or "nothing in scope"
+            counterfactual.update(f"scoped retrieval at this turn ({view.counterfactual_id}, never shown to this model; "
+                                  f"r opens it): {shown}")
         self._fill()
         table = self.query_one(FittedTable)
         first_new = next((n for n, item in enumerate(view.items) if item.new), None)
@@ -154,6 +162,8 @@ class ObservedScreen(InspectorScreen):
     # ------------------------------------------------------------------ stepping
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_counterfactual":
+            return self.view is not None and self.view.counterfactual_id is not None
         if action == "step_call" and self.view is not None:
             index = self.view.turns.index(self.view.turn) + int(str(parameters[0]))
             return 0 <= index < len(self.view.turns) or None
@@ -168,6 +178,14 @@ class ObservedScreen(InspectorScreen):
         self.snapshot_id = self.host.model.observed_snapshot_at(self.view.session_id, self.view.turns[index])
         self.query_one("#observed-status", Static).update("loading…")
         self.load()
+
+    def action_open_counterfactual(self) -> None:
+        """The counterfactual retrieval of this turn, on the snapshot screen (a retrieval in every part)."""
+        if self.view is None or self.view.counterfactual_id is None:
+            return
+        from scopelens.inspector.screens.snapshot import SnapshotScreen
+
+        self.app.push_screen(SnapshotScreen(self.view.counterfactual_id, tab="evidence"))
 
     def action_copy_id(self) -> None:
         self.host.copy_id(self.snapshot_id)

@@ -230,7 +230,7 @@ class SnapshotScreen(InspectorScreen):
         place = (f" ({self.session_snapshots.index(view.id) + 1} of {len(self.session_snapshots)})"
                  if view.id in self.session_snapshots and len(self.session_snapshots) > 1 else "")
         title.update(
-            f"{'✓' if ok else '✗'} snapshot {view.id}{place} · session {view.session_id} · turn {view.turn} · "
+            f"{'✓' if ok else '✗'} {view.kind_label}{view.id}{place} · session {view.session_id} · turn {view.turn} · "
             f"{when(view.created_at)} · hash {short(view.content_hash)}"
         )
         title.set_class(not ok, "bad-mark")

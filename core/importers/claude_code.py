@@ -72,8 +72,22 @@ def looks_like_claude_code(entries: list[tuple[int, dict[str, Any]]]) -> bool:
     )
 
 
-def parse_claude_code(entries: list[tuple[int, dict[str, Any]]], *, name: str) -> ImportedSession:
-    """An imported session from a transcript's entries (``parse_lines``)."""
+def sidechain_agents(entries: list[tuple[int, dict[str, Any]]]) -> list[str]:
+    """The ``agentId`` of every subagent whose conversation is in these entries (``isSidechain``
+    lines), in order of first appearance."""
+    found: dict[str, None] = {}
+    for _, entry in entries:
+        if entry.get("isSidechain") and isinstance(entry.get("agentId"), str):
+            found.setdefault(entry["agentId"], None)
+    return list(found)
+
+
+def parse_claude_code(
+    entries: list[tuple[int, dict[str, Any]]], *, name: str, agent_id: str | None = None
+) -> ImportedSession:
+    """An imported session from a transcript's entries (``parse_lines``): the main conversation,
+    or with ``agent_id`` the subagent's (its ``isSidechain`` lines): a subagent is a model call
+    chain of its own, with its own context, so it is a session of its own."""
     session = ImportedSession(format="claude-code", session_id="", cwd=None, title="", agent="Claude Code",
                               not_recorded=NOT_RECORDED)
     conversation: list[tuple[int, dict[str, Any]]] = []
@@ -97,15 +111,22 @@ def parse_claude_code(entries: list[tuple[int, dict[str, Any]]], *, name: str) -
             label = kind or "(no type)"
             session.unknown[label] = session.unknown.get(label, 0) + 1
     session.session_id = session.session_id or name.rsplit("/", 1)[-1].removesuffix(".jsonl")
-    _read_conversation(session, _main_chain(conversation))
+    if agent_id is not None:
+        session.session_id = f"{session.session_id}/agent-{agent_id}"
+        session.agent = session.agent.replace("Claude Code", "Claude Code subagent", 1)
+        session.title = f"subagent {agent_id}"
+    _read_conversation(session, _chain(conversation, agent_id))
     return session
 
 
-def _main_chain(conversation: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, dict[str, Any]]]:
-    """The entries of the main conversation, in order: the ``parentUuid`` chain from the last
-    main entry back to its root (across compaction, by ``logicalParentUuid``), or every
-    non-sidechain entry in file order when no entry names a parent."""
-    main = [(n, e) for n, e in conversation if not e.get("isSidechain")]
+def _chain(conversation: list[tuple[int, dict[str, Any]]], agent_id: str | None) -> list[tuple[int, dict[str, Any]]]:
+    """The entries of the main conversation (or of subagent ``agent_id``), in order: the
+    ``parentUuid`` chain from its last entry back to its root (across compaction, by
+    ``logicalParentUuid``), or all of its entries in file order when none names a parent."""
+    if agent_id is None:
+        main = [(n, e) for n, e in conversation if not e.get("isSidechain")]
+    else:
+        main = [(n, e) for n, e in conversation if e.get("isSidechain") and e.get("agentId") == agent_id]
     if not any(isinstance(e.get("parentUuid"), str) for _, e in main):
         return main
     by_uuid = {e["uuid"]: (n, e) for n, e in main if isinstance(e.get("uuid"), str)}

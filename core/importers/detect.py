@@ -19,7 +19,12 @@ from typing import Any
 
 from scopelens.core.errors import InvalidInputError, UnreadableFileError
 from scopelens.core.hashing import sha256_hex
-from scopelens.core.importers.claude_code import looks_like_claude_code, parse_claude_code, parse_lines
+from scopelens.core.importers.claude_code import (
+    looks_like_claude_code,
+    parse_claude_code,
+    parse_lines,
+    sidechain_agents,
+)
 from scopelens.core.importers.codex import looks_like_codex, parse_codex
 from scopelens.core.importers.model import ImportedSession, SourceFile
 from scopelens.core.importers.observations import decoded, read_file_bytes
@@ -51,12 +56,12 @@ def read_sessions(path: Path, *, format: str | None = None) -> SessionFiles:
         raise InvalidInputError(f"unknown format {format!r}: one of {', '.join(FORMATS)}")
     found = SessionFiles()
     if not path.is_dir():
-        found.sessions.append(read_session_file(path, format=format))
+        found.sessions += read_file_sessions(path, format=format)
         return found
     files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SESSION_SUFFIXES)
     for file in files:
         try:
-            found.sessions.append(read_session_file(file, format=format))
+            found.sessions += read_file_sessions(file, format=format)
         except NotASessionError as exc:
             found.skipped.append(str(exc))
     if not found.sessions:
@@ -75,6 +80,51 @@ def read_session_file(path: Path, *, format: str | None = None) -> ImportedSessi
         raise InvalidInputError(f"{name}: no {found} conversation in this file (is it another format?)")
     session.source = SourceFile(name, len(data), sha256_hex(data))
     return session
+
+
+def read_file_sessions(path: Path, *, format: str | None = None) -> list[ImportedSession]:
+    """Every session a file holds: its own, and for a Claude Code transcript each subagent's,
+    written inline (``isSidechain`` lines, up to 2.0) or beside it in
+    ``<session>/subagents/agent-<id>.jsonl`` (2.1). A subagent's own file (2.0's
+    ``agent-<id>.jsonl``) holds only its subagent."""
+    data = read_file_bytes(path)
+    text = decoded(path, data)
+    name = str(path)
+    found = format or detect_format(text, name)
+    if found != "claude-code":
+        return [read_session_file(path, format=found)]
+    source = SourceFile(name, len(data), sha256_hex(data))
+    entries = parse_lines(text.splitlines(), name=name)
+    sessions = [parse_claude_code(entries, name=name)]
+    sessions[0].source = source
+    for agent in sidechain_agents(entries):
+        sub = parse_claude_code(entries, name=name, agent_id=agent)
+        sub.source = SourceFile(name, len(data), source.sha256, part=f"agent-{agent}")
+        sessions.append(sub)
+    for file in sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl")):
+        subagents = read_file_sessions(file, format="claude-code")
+        described = _subagent_description(file.with_name(f"{file.stem}.meta.json"))
+        for sub in subagents:
+            sub.title = f"{sub.title}: {described}" if described else sub.title
+        sessions += subagents
+    kept = [s for s in sessions if s.items or s.calls]
+    if not kept:
+        raise InvalidInputError(f"{name}: no claude-code conversation in this file (is it another format?)")
+    return kept
+
+
+def _subagent_description(meta: Path) -> str:
+    """``Explore: find rounding`` from a 2.1 subagent's ``agent-<id>.meta.json`` (empty when
+    there is none, or it is not the documented object: it only names the session)."""
+    if not meta.is_file():
+        return ""
+    try:
+        data = json.loads(decoded(meta, read_file_bytes(meta)))
+    except json.JSONDecodeError:
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    return ": ".join(str(data[k]) for k in ("agentType", "description") if isinstance(data.get(k), str))
 
 
 def _parse(found: str, text: str, name: str) -> ImportedSession:

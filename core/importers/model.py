@@ -78,10 +78,18 @@ class SourceFile:
     path: str
     size: int
     sha256: str
+    part: str = ""
+    """Which session of the file this is, when it holds several: ``agent-<id>`` for a Claude
+    Code subagent written inline (``isSidechain`` lines); empty for the file's own session."""
 
     @property
     def name(self) -> str:
         return self.path.replace("\\", "/").rsplit("/", 1)[-1]
+
+    @property
+    def key(self) -> str:
+        """What an import of this session is recorded under: the file's hash, and its part."""
+        return f"{self.sha256}#{self.part}" if self.part else self.sha256
 
 
 @dataclass

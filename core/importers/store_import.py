@@ -102,7 +102,7 @@ def import_session(
     key = store.redaction_key
     agent_session = session.session_id or source.name
     with store.batch() as batch:
-        if (same := import_of(batch.conn, source.sha256)) is not None:
+        if (same := import_of(batch.conn, source.key)) is not None:
             return _outcome(session, same.session_id, "unchanged", 0, 0, 0,
                             note=f"these bytes were imported at {same.imported_at}")
         base, note = _grown_from(session, imports_of(batch.conn, session.format, agent_session))
@@ -120,7 +120,7 @@ def import_session(
         written = _write_calls(store, batch, session, session_id, first_call, first_item, now, key)
         stored_items = session.calls[-1].visible_to if session.calls else 0
         record_import(batch.conn, ImportRecord(
-            sha256=source.sha256, session_id=session_id, format=session.format, agent_session=agent_session,
+            sha256=source.key, session_id=session_id, format=session.format, agent_session=agent_session,
             source_name=source.name, size=source.size, items=max(stored_items, first_item), calls=len(session.calls),
             imported_at=now.isoformat(), digest=structure_digest(session, stored_items, len(session.calls)),
         ))
@@ -141,7 +141,7 @@ def _grown_from(session: ImportedSession, earlier: list[ImportRecord]) -> tuple[
     if sha256_hex(data) != source.sha256:
         raise InvalidInputError(f"{source.path}: the file changed while it was imported; nothing was written, try again")
     for record in earlier:
-        if record.size < source.size and sha256_hex(data[: record.size]) == record.sha256:
+        if record.size < source.size and sha256_hex(data[: record.size]) == record.sha256.partition("#")[0]:
             if structure_digest(session, record.items, record.calls) == record.digest:
                 return record, f"grew since the import of {record.imported_at}: new calls appended"
             return None, (f"grew since the import of {record.imported_at}, but its earlier part reads differently "

@@ -20,6 +20,8 @@ class ImportRecord:
     """One import of a session file's content."""
 
     sha256: str
+    """The SHA-256 of the file's bytes; for a Claude Code subagent written inline in its
+    session's file, followed by ``#agent-<id>`` (one file, several sessions)."""
     session_id: str
     format: str
     agent_session: str

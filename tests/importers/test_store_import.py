@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from scopelens.core.audit.observed import read_observed, sighting
 from scopelens.core.audit.replay import replay_session
 from scopelens.core.cli import main
-from scopelens.core.importers.detect import read_session_file
+from scopelens.core.importers.detect import read_file_sessions, read_session_file
 from scopelens.core.importers.store_import import import_paths
 from scopelens.core.store.store import Store
 from scopelens.core.store.verify import verify_store
@@ -19,7 +20,8 @@ from scopelens.core.vocab import EventType, SnapshotKind
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
 SESSION_FILES = sorted(
-    p for p in FIXTURES.rglob("*") if p.suffix in {".traj", ".jsonl", ".json"} and "instance" not in p.name
+    p for p in FIXTURES.rglob("*")
+    if p.suffix in {".traj", ".jsonl", ".json"} and "instance" not in p.name and "subagents" not in p.parts
 )
 CLAUDE_SAMPLE = FIXTURES / "claude-code" / "synthetic_read_grep_compact.jsonl"
 CODEX_ROLLOUT = FIXTURES / "codex" / "synthetic_rollout.jsonl"
@@ -30,10 +32,10 @@ def test_every_fixture_of_every_format_imports_verifies_and_replays(store_url):
     with Store.open(store_url, create=True) as store:
         report = import_paths(store, SESSION_FILES, project="fixtures")
         assert {o.format for o in report.outcomes} == {"swe-agent", "claude-code", "codex", "openhands"}
-        assert len(report.outcomes) == len(SESSION_FILES)
+        expected = [s for f in SESSION_FILES for s in read_file_sessions(f)]
+        assert [o.source for o in report.outcomes] == [s.source.path for s in expected if s.source]
         assert verify_store(store).clean
-        for outcome in report.outcomes:
-            read = read_session_file(Path(outcome.source))
+        for outcome, read in zip(report.outcomes, expected, strict=True):
             assert outcome.status == "imported" and outcome.calls == len(read.calls)
             snapshots = store.snapshots_of(outcome.session_id)
             assert [s.snapshot.kind for s in snapshots] == [SnapshotKind.OBSERVED] * len(read.calls)
@@ -167,3 +169,21 @@ def _positions(stored) -> list[int]:  # type: ignore[no-untyped-def]
 def _items(stored) -> list[tuple[int, str, str]]:  # type: ignore[no-untyped-def]
     """What a snapshot holds, by position: its reference and the hash of its text."""
     return [(i.observed.position, i.source_ref, i.visible_text_hash) for i in stored.snapshot.selected if i.observed]
+
+
+def test_subagents_are_sessions_of_their_own_inline_and_in_their_own_files(tmp_path):
+    with Store.open(str(tmp_path / "s.db"), create=True) as store:
+        inline = import_paths(store, [CLAUDE_SAMPLE], project="app").outcomes
+        layout = import_paths(store, [FIXTURES / "claude-code-2.1"], project="app").outcomes
+        titles = {s.header.id: s.header.title for s in store.list_sessions()}
+        assert [o.status for o in inline] == ["imported", "imported"]  # the session, and subagent a1 written inline
+        assert titles[inline[1].session_id] == "subagent a1"
+        main, sub = layout
+        assert titles[sub.session_id] == "subagent b2: Explore: find rounding"
+        # the subagent read the file the main session only heard about
+        session = read_observed(store, sub.session_id)
+        assert sighting(session, "src/billing/totals.py").status == "seen"
+        assert sighting(read_observed(store, main.session_id), "src/billing/totals.py").status != "seen"
+        again = import_paths(store, [CLAUDE_SAMPLE, FIXTURES / "claude-code-2.1"], project="app").outcomes
+        assert [o.status for o in again] == ["unchanged"] * 4
+        assert verify_store(store).clean

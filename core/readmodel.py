@@ -62,7 +62,7 @@ from scopelens.core.record.demo import recorded_findings
 from scopelens.core.record.findings import Finding as Finding
 from scopelens.core.store.engine import display_url
 from scopelens.core.store.store import Store, event_summary, stored_time_or_none
-from scopelens.core.store.tables import SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
+from scopelens.core.store.tables import EventRow, SessionHeadRow, SessionRow, SnapshotCandidateRow, SnapshotRow
 from scopelens.core.store.verify import candidate_rows_agree, verify_session
 from scopelens.core.vocab import EventType, FindingKind, SnapshotKind, Stage
 
@@ -409,8 +409,17 @@ class ReadModel:
 
     # ------------------------------------------------------------------ timeline
 
-    def timeline(self, session_id: str) -> tuple[TurnView, ...]:
-        events = self.store.events(session_id)
+    def turn_of_event(self, session_id: str, seq: int) -> int | None:
+        """The turn of a session's event ``seq`` (None: no such event)."""
+        with self.store.read() as conn:
+            found = conn.execute(sa_select(col(EventRow.turn)).where(col(EventRow.session_id) == session_id,
+                                                                     col(EventRow.seq) == seq)).scalar()
+        return int(found) if found is not None else None
+
+    def timeline(self, session_id: str, *, turns: tuple[int, int] | None = None) -> tuple[TurnView, ...]:
+        """The session's events by turn: every turn, or turns ``lo`` to ``hi`` (exclusive), so
+        a long imported session is read a page of turns at a time."""
+        events = self.store.events(session_id, turns=turns)
         snapshots_of: dict[int, list[str]] = {}
         for snapshot_id, turn in snapshot_turns_of(events):
             snapshots_of.setdefault(turn, []).append(snapshot_id)
@@ -435,11 +444,11 @@ class ReadModel:
                 return False
             return bool(context_hash_of(blocks) == payload["context_hash"])
 
-        turns: dict[int, list[EventView]] = {}
+        by_turn: dict[int, list[EventView]] = {}
         for event in events:
             payload = event.payload
             cited = tuple(payload.get("cited_ids", ()))
-            turns.setdefault(event.turn, []).append(
+            by_turn.setdefault(event.turn, []).append(
                 EventView(
                     seq=event.seq,
                     turn=event.turn,
@@ -457,7 +466,7 @@ class ReadModel:
                     tool_output=str(payload.get("output_preview", "")),
                 )
             )
-        return tuple(TurnView(turn, tuple(views)) for turn, views in sorted(turns.items()))
+        return tuple(TurnView(turn, tuple(views)) for turn, views in sorted(by_turn.items()))
 
     # ------------------------------------------------------------------ snapshots
 

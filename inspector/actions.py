@@ -49,6 +49,8 @@ ACTIONS: tuple[Action, ...] = (
            "reply: jump to cited items", "timeline"),
     Action("timeline.drift", "d", "session_drift", "Drift", "Drift of every snapshot in this session", "session: drift", "timeline"),
     Action("timeline.copy", "c", "copy_id", "Copy id", "Copy the session id", "session: copy id", "timeline"),
+    Action("timeline.more", "m", "load_more", "More", "Read the next page of turns (long imported sessions)", "timeline: load more turns",
+           "timeline"),
     Action("snapshot.drift", "d", "drift", "Drift", "Compare this snapshot with today's index", "snapshot: drift", "snapshot"),
     Action("snapshot.whynot", "w", "why_not", "Why not?", "Ask where a path, symbol or text dropped out", "snapshot: why not", "snapshot"),
     Action("snapshot.jump", "j", "jump", "Jump", "Follow the highlighted citation to its item", "citation: jump to item", "snapshot"),

@@ -149,5 +149,5 @@ def sighting(session: ObservedSession, path: str, *, gold: bool = False) -> Sigh
 
 def counterfactual_at(store: Store, session_id: str, turn: int) -> AuditSnapshot | None:
     """The counterfactual snapshot stored for a session's turn (the last, if run again), if any."""
-    found = [s.snapshot for s in store.snapshots_of(session_id, kind=SnapshotKind.COUNTERFACTUAL) if s.snapshot.turn == turn]
+    found = [s.snapshot for s in store.snapshots_of(session_id, kind=SnapshotKind.COUNTERFACTUAL, turn=turn)]
     return found[-1] if found else None

@@ -584,11 +584,15 @@ class Store:
         body = as_bytes(row.body)
         return StoredSnapshot(AuditSnapshot.model_validate_json(body), sha256_hex(body), body)
 
-    def snapshots_of(self, session_id: str, *, kind: SnapshotKind | None = None) -> list[StoredSnapshot]:
-        """Every snapshot of a session (or those of one kind), by turn: one read, not one per id."""
+    def snapshots_of(
+        self, session_id: str, *, kind: SnapshotKind | None = None, turn: int | None = None
+    ) -> list[StoredSnapshot]:
+        """Every snapshot of a session (of one turn, of one kind), by turn: one read, not one per id."""
+        statement = select(SnapshotRow).where(col(SnapshotRow.session_id) == session_id)
+        if turn is not None:
+            statement = statement.where(col(SnapshotRow.turn) == turn)
         with self.read() as conn:
-            rows = conn.exec(select(SnapshotRow).where(col(SnapshotRow.session_id) == session_id)
-                             .order_by(col(SnapshotRow.turn), col(SnapshotRow.created_at), col(SnapshotRow.id))).all()
+            rows = conn.exec(statement.order_by(col(SnapshotRow.turn), col(SnapshotRow.created_at), col(SnapshotRow.id))).all()
         stored = [StoredSnapshot(AuditSnapshot.model_validate_json(body := as_bytes(r.body)), sha256_hex(body), body)
                   for r in rows]
         return [s for s in stored if kind is None or s.snapshot.kind == kind]
@@ -649,13 +653,15 @@ class Store:
         more = f" and {len(known) - KNOWN_PROJECTS_SHOWN} more" if len(known) > KNOWN_PROJECTS_SHOWN else ""
         raise UnknownIdError(f"no project {project!r} in this store (it has: {shown}{more})")
 
-    def events(self, session_id: str) -> list[Event]:
-        """Every event of a session, in chain order (raises for an unknown session)."""
+    def events(self, session_id: str, *, turns: tuple[int, int] | None = None) -> list[Event]:
+        """Every event of a session (or of its turns ``lo`` to ``hi``, exclusive), in chain
+        order (raises for an unknown session)."""
         self.get_session(session_id)
+        statement = select(col(EventRow.body)).where(col(EventRow.session_id) == session_id)
+        if turns is not None:
+            statement = statement.where(col(EventRow.turn) >= turns[0], col(EventRow.turn) < turns[1])
         with self.read() as conn:
-            bodies = conn.execute(
-                select(col(EventRow.body)).where(col(EventRow.session_id) == session_id).order_by(col(EventRow.seq))
-            ).scalars()
+            bodies = conn.execute(statement.order_by(col(EventRow.seq))).scalars()
             return [Event.model_validate_json(as_bytes(body)) for body in bodies]
 
     def store_head(self) -> tuple[int, str]:

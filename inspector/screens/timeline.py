@@ -44,6 +44,9 @@ COLUMNS = (
 )
 OUTPUT_CHARS = 600
 """Characters of a tool's output preview the detail pane shows; more ends in "…"."""
+PAGE_TURNS = 100
+"""Turns read at a time: an imported session can have thousands (one per model call); the
+next page is read when `n` passes the last turn shown, or on `m`."""
 
 
 class TimelineScreen(InspectorScreen):
@@ -57,11 +60,19 @@ class TimelineScreen(InspectorScreen):
     """Below 120 columns the event detail goes under the table instead of beside it."""
 
     class Loaded(Message):
-        def __init__(self, session: SessionView, turns: tuple[TurnView, ...], status: VerifyStatus) -> None:
+        def __init__(self, session: SessionView, turns: tuple[TurnView, ...], status: VerifyStatus, loaded_to: int) -> None:
             super().__init__()
             self.session = session
             self.turns = turns
             self.status = status
+            self.loaded_to = loaded_to
+
+    class MoreLoaded(Message):
+        def __init__(self, turns: tuple[TurnView, ...], loaded_to: int, then_step: bool) -> None:
+            super().__init__()
+            self.turns = turns
+            self.loaded_to = loaded_to
+            self.then_step = then_step
 
     def __init__(self, session_id: str, *, seq: int | None = None) -> None:
         """``seq``: the event to put the cursor on once loaded (a reply a citation points to)."""
@@ -70,6 +81,10 @@ class TimelineScreen(InspectorScreen):
         self.focus_seq = seq
         self.turns: tuple[TurnView, ...] = ()
         self.rows: list[tuple[int, int]] = []  # (turn, seq) per table row
+        self.loaded_to = 0
+        """Turns below this are shown; the session has ``last_turn`` (its last)."""
+        self.last_turn = 0
+        self.status: VerifyStatus | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -87,14 +102,60 @@ class TimelineScreen(InspectorScreen):
     @work(thread=True, exclusive=True, exit_on_error=False)
     def load(self) -> None:
         model = self.host.model
-        self.post_message(self.Loaded(model.session(self.session_id), model.timeline(self.session_id),
-                                      model.verify_status(self.session_id)))
+        session = model.session(self.session_id)
+        upto = PAGE_TURNS
+        if self.focus_seq is not None:  # opened on an event: show the turns up to it
+            upto = max(upto, (model.turn_of_event(self.session_id, self.focus_seq) or 0) + 1)
+        upto = min(upto, session.turns + 1)
+        self.post_message(self.Loaded(session, model.timeline(self.session_id, turns=(0, upto)),
+                                      model.verify_status(self.session_id), upto))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="more")
+    def load_more(self, then_step: bool = False) -> None:
+        upto = min(self.loaded_to + PAGE_TURNS, self.last_turn + 1)
+        turns = self.host.model.timeline(self.session_id, turns=(self.loaded_to, upto))
+        self.post_message(self.MoreLoaded(turns, upto, then_step))
+
+    @on(MoreLoaded)
+    @shows_problems
+    def show_more(self, message: MoreLoaded) -> None:
+        if message.loaded_to <= self.loaded_to:
+            return
+        self.turns = (*self.turns, *message.turns)
+        self.loaded_to = message.loaded_to
+        self._add_rows(message.turns)
+        self._show_status()
+        if message.then_step:
+            self._move_turn(1)
+        self.refresh_bindings()
+
+    def _add_rows(self, turns: tuple[TurnView, ...]) -> None:
+        table = self.query_one(DataTable)
+        for turn in turns:
+            for event in turn.events:
+                table.add_row(str(turn.turn), str(event.seq), f"{ICONS[event.type]} {LABELS[event.type]}",
+                              event.summary, key=f"{event.seq}")
+                self.rows.append((turn.turn, event.seq))
+
+    def _show_status(self) -> None:
+        status = self.status
+        if status is None:
+            return
+        problems = listing(status.problems, 2, "; ")
+        shown = (f"{turn_count(t.turn for t in self.turns)} turns · {len(self.rows)} events" if self.loaded_to > self.last_turn
+                 else f"turns 0-{self.loaded_to - 1} of {self.last_turn} · {len(self.rows)} events shown (m: more)")
+        self.query_one("#timeline-status", Static).update(
+            f"{shown} · verify {status.state}" + (f": {problems}" if problems else "")
+        )
 
     @on(Loaded)
     @shows_problems
     def show(self, message: Loaded) -> None:
         self.turns = message.turns
+        self.loaded_to = message.loaded_to
+        self.status = message.status
         session = message.session
+        self.last_turn = session.turns
         mark = message.status.mark
         self.query_one("#timeline-title", Static).update(
             f"{mark} session {session.id} · project {session.project} · branch {session.branch or '-'} · {session.title}"
@@ -104,16 +165,8 @@ class TimelineScreen(InspectorScreen):
         table = self.query_one(DataTable)
         table.clear()
         self.rows = []
-        for turn in self.turns:
-            for event in turn.events:
-                table.add_row(str(turn.turn), str(event.seq), f"{ICONS[event.type]} {LABELS[event.type]}",
-                              event.summary, key=f"{event.seq}")
-                self.rows.append((turn.turn, event.seq))
-        problems = listing(message.status.problems, 2, "; ")
-        self.query_one("#timeline-status", Static).update(
-            f"{turn_count(t.turn for t in self.turns)} turns · {len(self.rows)} events · verify {message.status.state}"
-            + (f": {problems}" if problems else "")
-        )
+        self._add_rows(self.turns)
+        self._show_status()
         if self.focus_seq is not None:
             self.move_to_event(self.focus_seq)
         self._show_detail()
@@ -141,8 +194,15 @@ class TimelineScreen(InspectorScreen):
         self._show_detail()
         self.refresh_bindings()
 
+    def action_load_more(self) -> None:
+        if self.loaded_to <= self.last_turn:
+            self.load_more()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """j (to the cited items) is offered only on an event that cites something."""
+        """j (to the cited items) is offered only on an event that cites something; m only
+        while turns remain unread."""
+        if action == "load_more":
+            return self.is_mounted and self.loaded_to <= self.last_turn
         if action == "jump_to_citations":
             event = self._event_at_cursor() if self.is_mounted else None
             return event is not None and bool(event.cited_ids)
@@ -180,6 +240,9 @@ class TimelineScreen(InspectorScreen):
         current_turn = self.rows[table.cursor_row][0]
         turns = sorted({t for t, _ in self.rows})
         index = turns.index(current_turn) + step
+        if index == len(turns) and self.loaded_to <= self.last_turn:
+            self.load_more(then_step=True)  # past the last turn shown: read the next page, then step
+            return
         if 0 <= index < len(turns):
             target = next(i for i, (t, _) in enumerate(self.rows) if t == turns[index])
             table.move_cursor(row=target)

@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import shutil
 import sqlite3
+import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -129,4 +130,28 @@ def imported_store(tmp_path) -> Path:
                     redaction_key=RECORDER_KEY) as store:
         outcome = import_paths(store, [PYDICOM_TRAJECTORY], project="pydicom").outcomes[0]
     assert outcome.session_id == IMPORTED_SESSION
+    return db
+
+
+@pytest.fixture
+def counterfactual_store(tmp_path, request) -> Path:
+    """The pydicom run imported over a checkout holding what it read, indexed, with a
+    counterfactual retrieval at each call; deterministic (ids, clock, key, a fixed checkout path)."""
+    from scopelens.core.importers.counterfactual import run_counterfactuals
+    from scopelens.core.importers.instance import read_instance
+    from scopelens.core.index.indexer import index_workspace
+    from tests.support.pydicom_checkout import INSTANCE, write_checkout
+
+    # the same path on every run (it is in the store), one per test (xdist runs tests side by side)
+    name = "".join(c if c.isalnum() else "-" for c in request.node.name)
+    fixed = Path(tempfile.gettempdir()) / "scopelens-snapshot-fixtures" / "counterfactual" / name
+    shutil.rmtree(fixed, ignore_errors=True)
+    root = write_checkout(fixed)
+    db = tmp_path / "counterfactual" / "counterfactual.db"
+    clock = SteppingClock(datetime(2026, 5, 1, 9, 0, tzinfo=UTC))
+    with Store.open(str(db), create=True, clock=clock, ids=SequentialIds("imported"),
+                    redaction_key=RECORDER_KEY) as store:
+        index_workspace(store, root, project="pydicom", clock=clock, workers=1)
+        [outcome] = import_paths(store, [PYDICOM_TRAJECTORY], project="pydicom", workspace=root).outcomes
+        run_counterfactuals(store, outcome.session_id, instance=read_instance(INSTANCE))
     return db

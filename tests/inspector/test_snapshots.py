@@ -155,3 +155,18 @@ def test_observed_screen(snap_compare, imported_store, size):
     (new at this call) highlighted with its text beside (under it when narrow)."""
     assert snap_compare(build_app(imported_store), terminal_size=size,
                         run_before=opening(lambda: ObservedScreen("obs-imported-0006"), "down"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_observed_screen_with_its_counterfactual(snap_compare, counterfactual_store, size):
+    """Call 4 of the pydicom run (the traceback seen, the gold file not yet read), with the
+    counterfactual retrieval of its turn on its own line: the gold file first."""
+    assert snap_compare(build_app(counterfactual_store), terminal_size=size,
+                        run_before=opening(lambda: ObservedScreen("obs-imported-0004")))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_counterfactual_snapshot_screen(snap_compare, counterfactual_store, size):
+    """That counterfactual, opened with r: a retrieval in every part, titled as never shown."""
+    assert snap_compare(build_app(counterfactual_store), terminal_size=size,
+                        run_before=opening(lambda: ObservedScreen("obs-imported-0004"), "r"))

@@ -2,7 +2,8 @@
 
 At each call of an imported session, an intent is derived from what the agent had seen so
 far (the task, the last traceback and error line of a command's output, the files it read or
-saw named, and an instance's ``FAIL_TO_PASS`` tests), a scoped retrieval runs against the
+saw named, and a failing test: an instance's ``FAIL_TO_PASS`` one, else the last a pytest
+summary in a command's output named), a scoped retrieval runs against the
 project's index today, and its snapshot is stored in the session at the same turn as kind
 ``counterfactual``: never named by the turn's ``model.request``, never mixed with what the
 model saw. The scope admits workspace sources only: the session's own events (later turns'
@@ -33,6 +34,8 @@ MAX_FILES = 8
 """Files read or named an intent names as current files, the most recent first."""
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):\n(?:.*\n)*?(?P<error>[\w.]*(?:Error|Exception)\b[^\n]*)")
 _ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Failure)\b:.*$", re.M)
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (?P<test>\S+::\S+)", re.M)
+"""A failing test as pytest's summary names it (``FAILED tests/test_x.py::test_y - …``)."""
 _EDIT_TOOLS = re.compile(r"edit|write|patch|str_replace|create|insert", re.I)
 
 
@@ -43,16 +46,18 @@ def intent_at(session: ObservedSession, turn: int, instance: Instance | None) ->
     outputs = [s.item.visible_text for s in seen if s.observed.kind == ObservedKind.COMMAND_OUTPUT]
     traceback = next((m.group(0) for text in reversed(outputs) for m in [_last(_TRACEBACK, text)] if m), None)
     error = next((m.group(0) for text in reversed(outputs) for m in [_last(_ERROR_LINE, text)] if m), None)
+    seen_failing = next((m.group("test") for text in reversed(outputs) for m in [_last(_FAILED_TEST, text)] if m), None)
+    failing = instance.fail_to_pass[0] if instance and instance.fail_to_pass else seen_failing
     files: dict[str, None] = {}
     for s in reversed(seen):
         for path in ([s.item.path] if s.item.path else []) + [mentioned_path(m) for m in s.observed.mentions]:
             if path and not path.startswith("/"):
                 files.setdefault(path, None)
     return RetrievalIntent(
-        purpose=Purpose.FIX_TEST if traceback or error or (instance and instance.fail_to_pass) else Purpose.ANSWER_QUESTION,
+        purpose=Purpose.FIX_TEST if traceback or error or failing else Purpose.ANSWER_QUESTION,
         question=clip(task, QUESTION_CHARS, one_line=False),
         anchors=Anchors(
-            failing_test=instance.fail_to_pass[0] if instance and instance.fail_to_pass else None,
+            failing_test=failing,
             error_text=clip(error, 300) if error else None,
             traceback=clip(traceback, 3000, one_line=False, keep_end=True) if traceback else None,
             current_files=tuple(list(files)[:MAX_FILES]),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from scopelens.core.audit.observed import read_observed
 from scopelens.core.importers.counterfactual import edited_files, intent_at

@@ -31,6 +31,9 @@ _SWE_NUMBERED = re.compile(r"^(\d+):", re.M)
 _CAT_N = re.compile(r"^\s*(\d+)(?:→|â†’|\t)", re.M)
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _HIT = re.compile(r"^(?P<path>[^\s:]+\.[A-Za-z0-9_]+):(?P<line>\d+)(?::|$)", re.M)
+_INLINE = re.compile(r"(?<![\w/.:-])(?P<path>(?:[\w.-]+/)+[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5})(?::(?P<line>\d+))?(?![\w/])")
+"""A path named in prose (``in src/billing/totals.py:41``): a folder and a file with an
+extension, not part of a URL."""
 _PATH_LINE = re.compile(r"^(?P<path>/?[\w.\-]+(?:/[\w.\-]+)+)\s*$", re.M)
 _LINE_ENTRY = re.compile(r"^Line (?P<line>\d+):", re.M)
 
@@ -80,7 +83,7 @@ def cat_n_range(text: str) -> tuple[int, int] | None:
 
 def mentions_in(text: str, cwd: str | None, *, exclude: Iterable[str] = ()) -> tuple[Mention, ...]:
     """Files named in ``text``: traceback frames, ``path:line`` hits, one path per line
-    (search output), and the ``Line N:`` entries SWE-agent's ``search_file`` lists under a
+    (search output), paths named in prose (a folder and a file), and the ``Line N:`` entries SWE-agent's ``search_file`` lists under a
     file. In order of first appearance, each (path, line) once; ``exclude`` leaves out
     paths already shown as content."""
     skipped = set(exclude)
@@ -95,6 +98,8 @@ def mentions_in(text: str, cwd: str | None, *, exclude: Iterable[str] = ()) -> t
         add(frame.group("path"), int(frame.group("line")))
     for hit in _HIT.finditer(text):
         add(hit.group("path"), int(hit.group("line")))
+    for named in _INLINE.finditer(text):
+        add(named.group("path"), int(named.group("line")) if named.group("line") else None)
     current: str | None = None
     for line in text.splitlines():
         stripped = line.strip()

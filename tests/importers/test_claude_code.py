@@ -39,7 +39,9 @@ def test_what_each_call_saw_in_the_synthetic_transcript() -> None:
     assert grep.kind == "search" and grep.mentions == (Mention("src/auth/session.ts"), Mention("src/auth/role.ts"))
     call, read = session.first_seen("src/auth/session.ts")
     assert (call.number, read.tool, read.line_start, read.line_end) == (3, "Read", 10, 14)
-    assert session.first_mentioned("src/auth/session.ts")[0].number == 2  # the Grep list, before the Read
+    # named first by the prompt itself ("Look at src/auth/session.ts"), then by the Grep list
+    named_at, named_by = session.first_mentioned("src/auth/session.ts")
+    assert (named_at.number, named_by.kind) == (1, "task")
 
 
 def test_compaction_replaces_what_came_before() -> None:

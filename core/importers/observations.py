@@ -83,8 +83,8 @@ def cat_n_range(text: str) -> tuple[int, int] | None:
 
 def mentions_in(text: str, cwd: str | None, *, exclude: Iterable[str] = ()) -> tuple[Mention, ...]:
     """Files named in ``text``: traceback frames, ``path:line`` hits, one path per line
-    (search output), paths named in prose (a folder and a file), and the ``Line N:`` entries SWE-agent's ``search_file`` lists under a
-    file. In order of first appearance, each (path, line) once; ``exclude`` leaves out
+    (search output), paths named in prose (a folder and a file), and the ``Line N:`` entries
+    SWE-agent's ``search_file`` lists under a file. In order of first appearance, each (path, line) once; ``exclude`` leaves out
     paths already shown as content."""
     skipped = set(exclude)
     found: dict[tuple[str, int | None], None] = {}

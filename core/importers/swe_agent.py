@@ -16,7 +16,8 @@ context of each model call is the history before the assistant message it produc
 
 ``state`` is a JSON string (0.x), a dict, or a Python repr (1.x dev fixtures); its
 ``working_dir`` is the repository root paths are made relative to. ``query`` (>= 1.1.0) is
-the exact model input of a step; without it the context is rebuilt from ``history``, and the
+the exact model input of a step, and then each step's query is its call's context
+(``_context_from_queries``); without it the context is rebuilt from ``history``, and the
 history processors' elision of old observations is not visible (said in ``not_recorded``).
 """
 
@@ -75,7 +76,52 @@ def parse_swe_agent(data: object, *, name: str) -> ImportedSession:
             session.items.append(_observation(message, text, ref, cwd, last_tool, first=not session.calls))
         else:
             session.unknown[f"role {role}"] = session.unknown.get(f"role {role}", 0) + 1
+    if steps and all(isinstance(step, dict) and isinstance(step.get("query"), list) for step in steps):
+        _context_from_queries(session, steps, cwd, name)
     return session
+
+
+def _context_from_queries(session: ImportedSession, steps: list[Any], cwd: str | None, name: str) -> None:
+    """Each step is a call, its context its ``query`` (SWE-agent >= 1.1): the exact messages
+    sent, after the history processors. While a query extends the previous one, only its new
+    messages are new items; when a processor changed an earlier message (an old observation
+    elided), the whole query is new, and the call records the positions it re-sent."""
+    items: list[Observed] = []
+    calls: list[ModelCall] = []
+    previous: list[tuple[str, str]] = []
+    start = 0
+    for k, step in enumerate(steps):
+        query = step["query"]
+        keyed = []
+        for j, message in enumerate(query):
+            if not isinstance(message, dict) or "role" not in message:
+                raise InvalidInputError(f"{name}: trajectory[{k}].query[{j}] is not a message with a role")
+            keyed.append((string(message["role"]), _text(message.get("content"), name, f"trajectory[{k}].query[{j}]")))
+        replaced: tuple[int, int] | None = None
+        first_new = len(previous)
+        if keyed[: len(previous)] != previous:
+            replaced, start, first_new = (start, len(items)), len(items), 0
+        last_tool: str | None = None
+        for j, ((role, text), message) in enumerate(zip(keyed, query, strict=True)):
+            if role == "assistant":
+                tools = _tool_calls(message) or ((string(message.get("action")).strip().splitlines() or [""])[0][:120],)
+                last_tool = tools[0].split()[0] if tools and tools[0] else None
+            if j < first_new:
+                continue
+            ref = f"trajectory[{k}].query[{j}]"
+            if role == "system":
+                items.append(Observed("instruction", text, ref))
+            elif role == "assistant":
+                items.append(Observed("model-output", text, ref))
+            else:
+                first = not any(r == "assistant" for r, _ in keyed[:j])
+                items.append(_observation(message, text, ref, cwd, last_tool, first=first))
+        action = string(step.get("action")).strip()
+        response = string(step.get("response")) or string(step.get("thought"))
+        calls.append(ModelCall(k + 1, start, len(items), response, (action.splitlines()[0][:120],) if action else (),
+                               f"trajectory[{k}]", replaced=replaced))
+        previous = keyed
+    session.items, session.calls = items, calls
 
 
 def _observation(message: dict[str, Any], text: str, ref: str, cwd: str | None, tool: str | None, *, first: bool) -> Observed:

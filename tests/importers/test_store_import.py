@@ -187,3 +187,19 @@ def test_subagents_are_sessions_of_their_own_inline_and_in_their_own_files(tmp_p
         again = import_paths(store, [CLAUDE_SAMPLE, FIXTURES / "claude-code-2.1"], project="app").outcomes
         assert [o.status for o in again] == ["unchanged"] * 4
         assert verify_store(store).clean
+
+
+def test_a_trajectory_with_queries_stores_each_call_s_exact_input(tmp_path):
+    from tests.importers.test_swe_agent import FUNCTION_CALLING, _with_queries
+
+    source = tmp_path / "fc-queries.traj"
+    source.write_text(json.dumps(_with_queries(json.loads(FUNCTION_CALLING.read_text(encoding="utf-8")),
+                                               elide_from_step=2)), encoding="utf-8")
+    with Store.open(str(tmp_path / "s.db"), create=True) as store:
+        [outcome] = import_paths(store, [source], project="repo").outcomes
+        session = read_observed(store, outcome.session_id)
+        third = session.visible(3)
+        assert "Old environment output: (12 lines omitted)" in [s.item.visible_text for s in third]
+        assert all(s.turn == 3 for s in third)  # sent again whole: every item new at that call
+        assert session.snapshot(3).observed is not None and session.snapshot(3).observed.replaced is not None
+        assert replay_session(store, outcome.session_id).ok and verify_store(store).clean

@@ -79,3 +79,41 @@ def test_a_message_without_a_role_names_its_entry() -> None:
         parse_swe_agent(data, name="x.traj")
     with pytest.raises(InvalidInputError, match="not a SWE-agent trajectory"):
         parse_swe_agent({"history": []}, name="x.traj")
+
+
+def _with_queries(data: dict, *, elide_from_step: int | None = None) -> dict:  # type: ignore[type-arg]
+    """The trajectory as SWE-agent >= 1.1 writes it: each step's ``query``, the messages sent
+    for its call (the history before its assistant message); from ``elide_from_step`` on, the
+    first observation elided as the ``last_n_observations`` processor does."""
+    history = data["history"]
+    assistants = [i for i, m in enumerate(history) if m["role"] == "assistant"]
+    # the last step (its submit) has no assistant message in this history: it saw all of it
+    ends = (assistants + [len(history)] * len(data["trajectory"]))[: len(data["trajectory"])]
+    first_observation = next(i for i, m in enumerate(history) if m["role"] == "tool")
+    steps = []
+    for k, (step, at) in enumerate(zip(data["trajectory"], ends, strict=True)):
+        query = [dict(m) for m in history[:at]]
+        if elide_from_step is not None and k >= elide_from_step and first_observation < at:
+            query[first_observation]["content"] = "Old environment output: (12 lines omitted)"
+        steps.append({**step, "query": query})
+    return {**data, "trajectory": steps}
+
+
+def test_query_is_the_exact_input_of_each_call_and_shows_an_elided_observation():
+    data = json.loads(FUNCTION_CALLING.read_text(encoding="utf-8"))
+    exact = parse_swe_agent(_with_queries(data), name="fc.traj")
+    rebuilt = parse_swe_agent(data, name="fc.traj")
+    assert not any("exact model input" in note for note in exact.not_recorded)
+    assert any("exact model input" in note for note in rebuilt.not_recorded)
+    # without a processor's change, the query is the history: the same context, call by call
+    # (and one call more: the last step, whose reply the history does not hold)
+    assert len(exact.calls) == len(data["trajectory"]) == len(rebuilt.calls) + 1
+    assert [[i.text for i in exact.visible(c)] for c in exact.calls[: len(rebuilt.calls)]] == [
+        [i.text for i in rebuilt.visible(c)] for c in rebuilt.calls]
+    elided = parse_swe_agent(_with_queries(data, elide_from_step=2), name="fc.traj")
+    third = elided.calls[2]
+    texts = [i.text for i in elided.visible(third)]
+    assert "Old environment output: (12 lines omitted)" in texts
+    assert third.replaced is not None and third.replaced[1] == third.visible_from  # the whole input sent again
+    assert all(i.ref.startswith("trajectory[2].query[") for i in elided.visible(third))
+    assert "Old environment output: (12 lines omitted)" not in [i.text for i in elided.visible(elided.calls[1])]

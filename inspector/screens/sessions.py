@@ -31,7 +31,7 @@ COLUMNS = (
     Column("branch", "branch", 10, min_width=6, drop=2),
     Column("started", "started (UTC)", 20),
     Column("turns", "turns", 5),
-    Column("snapshots", "retrievals", 10, min_width=5, short="retr."),
+    Column("snapshots", "snapshots", 9, min_width=5, short="snap."),
     Column("title", "title", 40, min_width=16, flex=1, drop=3),
 )
 """Narrow terminals hide title, then branch; the line under the table shows both."""
@@ -39,7 +39,7 @@ FINDINGS = next(a for a in ACTIONS if a.id == "sessions.findings")
 
 
 class SessionsScreen(InspectorScreen):
-    """Sessions: project, branch, start, turns, retrievals and a ✓/✗ verify mark."""
+    """Sessions: project, branch, start, turns, snapshots (retrieved, observed or counterfactual) and a ✓/✗ verify mark."""
 
     SCOPE = "sessions"
     PROBLEM_TARGET = "sessions-status"

@@ -203,3 +203,15 @@ def test_a_trajectory_with_queries_stores_each_call_s_exact_input(tmp_path):
         assert all(s.turn == 3 for s in third)  # sent again whole: every item new at that call
         assert session.snapshot(3).observed is not None and session.snapshot(3).observed.replaced is not None
         assert replay_session(store, outcome.session_id).ok and verify_store(store).clean
+
+
+def test_a_store_with_imported_sessions_rebuilds_and_verifies(tmp_path):
+    from scopelens.core.audit.rebuild import rebuild_store
+
+    with Store.open(str(tmp_path / "old.db"), create=True) as old:
+        [outcome] = import_paths(old, [FIXTURES / "swe-agent" / "pydicom__pydicom-1458.traj"], project="p").outcomes
+        with Store.open(str(tmp_path / "new.db"), create=True) as new:
+            report = rebuild_store(old, new)
+            assert report.snapshots == outcome.calls
+            assert verify_store(new).clean and replay_session(new, outcome.session_id).ok
+            assert sighting(read_observed(new, outcome.session_id), "pydicom/pixel_data_handlers/numpy_handler.py").turn == 6

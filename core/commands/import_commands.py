@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from scopelens.core.errors import InvalidInputError
+from scopelens.core.importers.detect import FORMATS
 from scopelens.core.output import console, plain_row, print_json
 
 if TYPE_CHECKING:
     from scopelens.core.importers.counterfactual import CounterfactualTurn
-
-FORMAT_NAMES = ("swe-agent", "claude-code", "codex", "openhands")
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -25,7 +24,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     imports.add_argument("paths", nargs="+", type=Path, metavar="FILE_OR_DIR",
                          help="a session file, or a directory of them (a Claude Code project directory)")
-    imports.add_argument("--format", choices=FORMAT_NAMES, help="the sessions' format (default: told from the content)")
+    imports.add_argument("--format", choices=FORMATS, help="the sessions' format (default: told from the content)")
     imports.add_argument("--workspace", type=Path, metavar="DIR",
                          help="the checkout the sessions worked on: their paths are read against it (drift)")
     imports.add_argument("--project", help="the project to file the sessions under (default: the workspace's name)")

@@ -28,7 +28,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     imports.add_argument("--workspace", type=Path, metavar="DIR",
                          help="the checkout the sessions worked on: their paths are read against it (drift)")
     imports.add_argument("--project", help="the project to file the sessions under (default: the workspace's name)")
-    imports.add_argument("--branch", help="the branch the sessions worked on")
+    imports.add_argument("--branch", help="the branch the sessions worked on (default: the one a Claude Code or Codex "
+                                           "session records)")
     imports.add_argument("--retrieve", action="store_true",
                          help="also run scoped retrieval at each imported call (the project must be indexed): "
                               "stored as counterfactual snapshots, never mixed with what the model saw")
@@ -94,6 +95,9 @@ def _print_counterfactuals(out: Any, session_id: str, turns: list[Counterfactual
     table = Table("turn", "counterfactual", "file", "agent had seen it", "rank in retrieval",
                   title=f"session {session_id}: what scoped retrieval would have given, turn by turn")
     for turn in turns:
+        if not turn.files:  # no gold (--instance) and no edited file to rank: what it showed
+            shown = f"{len(turn.shown)} shown, first {turn.shown[0]}" if turn.shown else "nothing in scope"
+            plain_row(table, str(turn.turn), turn.snapshot_id, "(no gold or edited file)", "-", shown)
         for rank in turn.files:
             where = "-" if rank.rank is None else f"{rank.rank}{' ✓ shown' if rank.selected else ''}"
             marks = ", ".join(m for m, on in (("gold", rank.gold), ("edited", rank.edited)) if on)

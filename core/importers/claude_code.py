@@ -105,6 +105,7 @@ def parse_claude_code(
             conversation.append((number, entry))
             session.session_id = session.session_id or string(entry.get("sessionId"))
             session.cwd = session.cwd or (str(entry["cwd"]) if isinstance(entry.get("cwd"), str) else None)
+            session.branch = session.branch or string(entry.get("gitBranch")) or None
             if string(entry.get("version")) and session.agent == "Claude Code":
                 session.agent = f"Claude Code {entry['version']}"
         else:

@@ -99,6 +99,8 @@ class _Reader:
         session = self.session
         session.session_id = session.session_id or string(payload.get("id"))
         session.cwd = session.cwd or string(payload.get("cwd")) or None
+        git = payload.get("git")
+        session.branch = session.branch or (string(git.get("branch")) if isinstance(git, dict) else "") or None
         if string(payload.get("cli_version")):
             session.agent = f"Codex CLI {payload['cli_version']}"
         base = payload.get("base_instructions")

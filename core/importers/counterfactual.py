@@ -23,6 +23,7 @@ from pathlib import Path
 from scopelens.core.audit.observed import ObservedSession, mentioned_path, read_observed, same_path
 from scopelens.core.contracts import Anchors, AuditSnapshot, RetrievalIntent, RetrievalScope
 from scopelens.core.importers.instance import Instance
+from scopelens.core.pipeline.branch import indexed_branches
 from scopelens.core.pipeline.retriever import Retriever
 from scopelens.core.store.store import Store
 from scopelens.core.textsafety import clip
@@ -103,6 +104,8 @@ class CounterfactualTurn:
     turn: int
     snapshot_id: str
     files: tuple[FileRank, ...]
+    shown: tuple[str, ...] = ()
+    """The source_refs its block showed, in rank order."""
 
 
 def file_ranks(
@@ -131,10 +134,12 @@ def run_counterfactuals(
     store.require_project(header.project)
     root = workspace or (Path(header.workspace_root) if header.workspace_root else None)
     retriever = Retriever(store, workspace_root=root)
+    # The branch the agent's log names, when the project was indexed under it; else the
+    # project's index as the checkout was indexed (the log's branch need not be an index's).
+    branch = header.branch if header.branch in indexed_branches(store, header.project) else None
     scope = RetrievalScope(
         project=header.project, task_id=instance.instance_id if instance else None,
         allowed_sources=tuple(s for s in Source if s in WORKSPACE_SOURCES),
-        **({"branch": header.branch} if header.branch else {}),
     )
     gold = list(instance.gold_files) if instance else []
     edited = edited_files(session)
@@ -142,8 +147,10 @@ def run_counterfactuals(
     for turn in turns if turns is not None else [s.turn for s in session.snapshots]:
         intent = intent_at(session, turn, instance)
         observation = retriever.retrieve(intent, scope.model_copy(update={"purpose": intent.purpose}),
-                                         session_id=session_id, turn=turn, kind=SnapshotKind.COUNTERFACTUAL)
+                                         session_id=session_id, turn=turn, kind=SnapshotKind.COUNTERFACTUAL,
+                                         branch=branch)
         results.append(CounterfactualTurn(turn, observation.snapshot_id,
-                                          file_ranks(observation.snapshot, session, turn, gold=gold, edited=edited)))
+                                          file_ranks(observation.snapshot, session, turn, gold=gold, edited=edited),
+                                          tuple(i.source_ref for i in observation.snapshot.selected)))
     return results
 

@@ -105,6 +105,9 @@ class ImportedSession:
     calls: list[ModelCall] = field(default_factory=list)
     agent: str = ""
     model: str | None = None
+    branch: str | None = None
+    """The git branch the agent worked on, when the format records it (Claude Code's
+    ``gitBranch``, Codex's ``session_meta.git.branch``)."""
     not_recorded: tuple[str, ...] = ()
     """What the format does not record (stated, not invented)."""
     unknown: dict[str, int] = field(default_factory=dict)

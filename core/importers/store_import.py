@@ -110,7 +110,8 @@ def import_session(
         if base is None:
             session_id = store.ids.new_id("s")
             batch.create_session(SessionHeader(
-                id=session_id, project=project, branch=branch, workspace_root=workspace_root,
+                id=session_id, project=project, branch=clean(branch or session.branch or "", key) or None,
+                workspace_root=workspace_root,
                 title=clean(session.title or source.name, key), agent=clean(session.agent, key),
                 created_at=_first_time(session) or now,
             ))

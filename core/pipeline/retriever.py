@@ -273,7 +273,10 @@ class Retriever:
         branch = resolve_branch(
             self.store, project, requested=branch,
             scope_branch=scope.branch if scope is not None and "branch" in scope.model_fields_set else None,
-            session_branch=session.branch if session is not None else None, workspace_root=self.workspace_root,
+            # an imported session's branch is what the agent's log said, not an index's: a
+            # counterfactual reads the branch it is given, or the project's as indexed
+            session_branch=session.branch if session is not None and kind != SnapshotKind.COUNTERFACTUAL else None,
+            workspace_root=self.workspace_root,
         )
         if session_id is None:
             session_id = self.store.create_session(

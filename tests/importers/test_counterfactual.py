@@ -14,6 +14,8 @@ from scopelens.core.store.verify import verify_store
 from scopelens.core.vocab import WORKSPACE_SOURCES, EventType, SnapshotKind
 from tests.support.pydicom_checkout import INSTANCE, PYDICOM, write_checkout
 
+SUBAGENT_LAYOUT = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "claude-code-2.1"
+
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
@@ -66,3 +68,22 @@ def test_retrieve_needs_the_project_indexed_and_writes_nothing_without_it(capsys
         assert store.list_sessions() == []
     assert main(["import", str(PYDICOM), "--instance", str(INSTANCE), "--db", db]) != 0
     assert "--instance goes with --retrieve" in capsys.readouterr().err
+
+
+def test_a_session_on_a_branch_the_index_does_not_have_still_gets_the_project_s_index(capsys, tmp_path):
+    """Claude Code's lines say gitBranch main; the checkout was indexed without a branch: the
+    counterfactual reads the index there is instead of a branch that has none."""
+    root = tmp_path / "app"
+    (root / "src" / "billing").mkdir(parents=True)
+    (root / "src" / "billing" / "totals.py").write_text(
+        "\n".join(f"# {n}" for n in range(1, 40)) + "\ndef total(lines):\n    return round_half_even(sum(lines))\n",
+        encoding="utf-8")
+    db = str(tmp_path / "s.db")
+    run(capsys, "index", str(root), "--project", "app", "--db", db)
+    report = json.loads(run(capsys, "import", str(SUBAGENT_LAYOUT), "--workspace", str(root), "--retrieve",
+                            "--db", db, "--json"))
+    with Store.open(db, read_only=True) as store:
+        for outcome in report["sessions"]:
+            assert store.get_session(outcome["session_id"]).branch == "main"
+        shown = [t["shown"] for turns in report["counterfactuals"].values() for t in turns]
+    assert shown and all(refs and refs[0].startswith("src/billing/totals.py") for refs in shown)

@@ -215,3 +215,11 @@ def test_a_store_with_imported_sessions_rebuilds_and_verifies(tmp_path):
             assert report.snapshots == outcome.calls
             assert verify_store(new).clean and replay_session(new, outcome.session_id).ok
             assert sighting(read_observed(new, outcome.session_id), "pydicom/pixel_data_handlers/numpy_handler.py").turn == 6
+
+
+def test_the_branch_a_session_records_is_the_session_s_unless_told(tmp_path):
+    with Store.open(str(tmp_path / "s.db"), create=True) as store:
+        recorded = import_paths(store, [CLAUDE_SAMPLE], project="app").outcomes[0]
+        told = import_paths(store, [CODEX_ROLLOUT], project="app", branch="release").outcomes[0]
+        assert store.get_session(recorded.session_id).branch == "main"  # its lines' gitBranch
+        assert store.get_session(told.session_id).branch == "release"  # --branch wins over git.branch

@@ -20,8 +20,15 @@ from sqlmodel import Session, col, select
 from scopelens.core.clock import stored_time
 from scopelens.core.contracts import AuditSnapshot, Contract, Event, SessionHeader, SnapshotCreatedPayload, turn_count
 from scopelens.core.errors import InvalidInputError, UnknownIdError
-from scopelens.core.hashing import ZERO_HASH, canonical_json, sha256_hex, store_chain_next
-from scopelens.core.store.store import Store, checked_payload, insert_ignore, refuse_secrets, snapshot_candidate_rows
+from scopelens.core.hashing import ZERO_HASH, sha256_hex, store_chain_next
+from scopelens.core.store.store import (
+    Store,
+    checked_payload,
+    event_row,
+    insert_ignore,
+    refuse_secrets,
+    snapshot_candidate_rows,
+)
 from scopelens.core.store.tables import (
     BlobRow,
     EventRow,
@@ -93,11 +100,9 @@ class Batch:
         head = self._head(session_id)
         event = Event(session_id=session_id, seq=head.seq + 1, store_seq=self.store_seq + 1, turn=turn,
                       type=EventType(event_type), created_at=created_at, payload=checked, prev_hash=head.hash)
-        body = canonical_json(event)
-        event_hash = sha256_hex(body)
-        self.events.append({"session_id": session_id, "seq": event.seq, "store_seq": event.store_seq, "turn": turn,
-                            "type": event.type.value, "created_at": stored_time(event.created_at), "body": body,
-                            "hash": event_hash})
+        row = event_row(event)
+        event_hash = row["hash"]
+        self.events.append(row)
         head.seq, head.hash = event.seq, event_hash
         head.last_turn = turn_count((head.last_turn, turn))
         head.snapshot_count += event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED

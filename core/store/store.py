@@ -442,20 +442,9 @@ class Store:
             payload=checked,
             prev_hash=head.head_hash,
         )
-        body = canonical_json(event)
-        event_hash = sha256_hex(body)
-        conn.execute(
-            table_of(EventRow).insert().values(
-                session_id=session_id,
-                seq=event.seq,
-                store_seq=event.store_seq,
-                turn=event.turn,
-                type=event.type.value,
-                created_at=stored_time(event.created_at),
-                body=body,
-                hash=event_hash,
-            )
-        )
+        row = event_row(event)
+        event_hash = row["hash"]
+        conn.execute(table_of(EventRow).insert().values(**row))
         conn.execute(
             update(SessionHeadRow)
             .where(col(SessionHeadRow.session_id) == session_id)
@@ -808,6 +797,14 @@ def event_summary(event: Event) -> str:
             return clip(f"session on {where}{agent}" + (f": {payload['title']}" if payload.get("title") else ""), SUMMARY_WIDTH)
         case _:
             return clip(json.dumps(payload, ensure_ascii=False), SUMMARY_WIDTH)
+
+
+def event_row(event: Event) -> dict[str, Any]:
+    """The ``events`` row of an event: its columns, its canonical bytes and their hash (the
+    link the next event and the store head chain to)."""
+    body = canonical_json(event)
+    return {"session_id": event.session_id, "seq": event.seq, "store_seq": event.store_seq, "turn": event.turn,
+            "type": event.type.value, "created_at": stored_time(event.created_at), "body": body, "hash": sha256_hex(body)}
 
 
 def checked_payload(event_type: EventType, payload: Contract | dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ Every failure is one line naming the file (and the line or entry), before anythi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,16 +70,10 @@ def read_sessions(path: Path, *, format: str | None = None) -> SessionFiles:
 
 
 def read_session_file(path: Path, *, format: str | None = None) -> ImportedSession:
-    """One session file, parsed (``format`` given, or told from the content)."""
-    data = read_file_bytes(path)
-    text = decoded(path, data)
-    name = str(path)
-    found = format or detect_format(text, name)
-    session = _parse(found, text, name)
-    if not session.items and not session.calls:
-        raise InvalidInputError(f"{name}: no {found} conversation in this file (is it another format?)")
-    session.source = SourceFile(name, len(data), sha256_hex(data))
-    return session
+    """One session file, parsed (``format`` given, or told from the content): the file's own
+    session (``read_file_sessions`` also gives a Claude Code transcript's subagents)."""
+    source, text, found = _read(path, format)
+    return _kept([_sourced(_parse(found, text, source.path), source)], source.path, found)[0]
 
 
 def read_file_sessions(path: Path, *, format: str | None = None) -> list[ImportedSession]:
@@ -87,29 +81,40 @@ def read_file_sessions(path: Path, *, format: str | None = None) -> list[Importe
     written inline (``isSidechain`` lines, up to 2.0) or beside it in
     ``<session>/subagents/agent-<id>.jsonl`` (2.1). A subagent's own file (2.0's
     ``agent-<id>.jsonl``) holds only its subagent."""
-    data = read_file_bytes(path)
-    text = decoded(path, data)
-    name = str(path)
-    found = format or detect_format(text, name)
+    source, text, found = _read(path, format)
     if found != "claude-code":
-        return [read_session_file(path, format=found)]
-    source = SourceFile(name, len(data), sha256_hex(data))
-    entries = parse_lines(text.splitlines(), name=name)
-    sessions = [parse_claude_code(entries, name=name)]
-    sessions[0].source = source
+        return _kept([_sourced(_parse(found, text, source.path), source)], source.path, found)
+    entries = parse_lines(text.splitlines(), name=source.path)
+    sessions = [_sourced(parse_claude_code(entries, name=source.path), source)]
     for agent in sidechain_agents(entries):
-        sub = parse_claude_code(entries, name=name, agent_id=agent)
-        sub.source = SourceFile(name, len(data), source.sha256, part=f"agent-{agent}")
-        sessions.append(sub)
+        sub = parse_claude_code(entries, name=source.path, agent_id=agent)
+        sessions.append(_sourced(sub, replace(source, part=f"agent-{agent}")))
     for file in sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl")):
         subagents = read_file_sessions(file, format="claude-code")
         described = _subagent_description(file.with_name(f"{file.stem}.meta.json"))
         for sub in subagents:
             sub.title = f"{sub.title}: {described}" if described else sub.title
         sessions += subagents
+    return _kept(sessions, source.path, found)
+
+
+def _read(path: Path, format: str | None) -> tuple[SourceFile, str, str]:
+    """A session file's source (path, size, hash), its text and its format."""
+    data = read_file_bytes(path)
+    text = decoded(path, data)
+    return SourceFile(str(path), len(data), sha256_hex(data)), text, format or detect_format(text, str(path))
+
+
+def _sourced(session: ImportedSession, source: SourceFile) -> ImportedSession:
+    session.source = source
+    return session
+
+
+def _kept(sessions: list[ImportedSession], name: str, found: str) -> list[ImportedSession]:
+    """The sessions with a conversation; an error naming the file when none has one."""
     kept = [s for s in sessions if s.items or s.calls]
     if not kept:
-        raise InvalidInputError(f"{name}: no claude-code conversation in this file (is it another format?)")
+        raise InvalidInputError(f"{name}: no {found} conversation in this file (is it another format?)")
     return kept
 
 

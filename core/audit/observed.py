@@ -20,6 +20,10 @@ from scopelens.core.store.store import Store
 from scopelens.core.vocab import ObservedKind, SnapshotKind
 
 
+class NotImportedError(InvalidInputError):
+    """A session with no observed snapshots: it was not imported (a retrieval session)."""
+
+
 @dataclass(frozen=True)
 class SeenItem:
     """A context item of an imported session, and the first call that saw it."""
@@ -71,7 +75,7 @@ def read_observed(store: Store, session_id: str) -> ObservedSession:
     header = store.get_session(session_id)
     snapshots = tuple(s.snapshot for s in store.snapshots_of(session_id, kind=SnapshotKind.OBSERVED))
     if not snapshots:
-        raise InvalidInputError(
+        raise NotImportedError(
             f"session {session_id} has no observed snapshots (it was not imported with `scopelens import`); "
             "for a retrieval, ask of its snapshot: why-not SNAPSHOT --path P"
         )

@@ -11,7 +11,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from scopelens.core.audit.drift import DriftOutcome, compute_drift, drift_session, list_drift_runs
-from scopelens.core.audit.observed import ObservedSession, SeenItem, Sighting, read_observed, same_path, sighting
+from scopelens.core.audit.observed import (
+    NotImportedError,
+    ObservedSession,
+    SeenItem,
+    Sighting,
+    read_observed,
+    same_path,
+    sighting,
+)
 from scopelens.core.audit.observed_drift import ObservedDrift, drift_observed
 from scopelens.core.audit.rebuild import rebuild_store
 from scopelens.core.audit.replay import ReplayedTurn, replay_session
@@ -69,7 +77,7 @@ def run_replay(args: argparse.Namespace) -> int:
     with Store.open(args.db, read_only=True) as store:
         replayed = replay_session(store, args.session, turn=args.turn)
         imported = any(s.snapshot.kind == SnapshotKind.OBSERVED for t in replayed.turns for s in t.snapshots)
-        observed = read_observed(store, args.session) if imported else None
+        observed = read_observed(store, args.session) if imported else None  # the whole session's items
     if args.json:
         print_json("replay", {"session": replayed.header.model_dump(mode="json"), "ok": replayed.ok,
                               "turns": [_turn_json(t, observed, detail=args.turn is not None) for t in replayed.turns]})
@@ -223,11 +231,11 @@ def _observed_drift(args: argparse.Namespace) -> ObservedDrift | None:
                 return None
             session_id, turn = snapshot.session_id, snapshot.turn
         else:
-            kinds = {s.snapshot.kind for s in store.snapshots_of(args.session)}
-            if SnapshotKind.OBSERVED not in kinds:
-                return None
             session_id, turn = args.session, args.turn
-        session = read_observed(store, session_id)
+        try:
+            session = read_observed(store, session_id)
+        except NotImportedError:
+            return None  # a session of retrievals: drift re-runs them
     root = args.workspace or (Path(session.header.workspace_root) if session.header.workspace_root else None)
     if root is None:
         raise InvalidInputError(f"session {session_id} was imported without --workspace: pass drift --workspace DIR")

@@ -27,7 +27,9 @@ from scopelens.core.store.store import (
     event_row,
     insert_ignore,
     refuse_secrets,
+    session_row,
     snapshot_candidate_rows,
+    started_payload,
 )
 from scopelens.core.store.tables import (
     BlobRow,
@@ -73,14 +75,9 @@ class Batch:
         known = self.conn.exec(select(col(SessionRow.id)).where(col(SessionRow.id) == header.id)).first()
         if known is not None or header.id in self.heads:
             raise InvalidInputError(f"session {header.id} already exists")
-        self.sessions.append({"id": header.id, "project": header.project, "branch": header.branch,
-                              "workspace_root": header.workspace_root, "title": header.title, "agent": header.agent,
-                              "created_at": stored_time(header.created_at)})
+        self.sessions.append(session_row(header))
         self.heads[header.id] = _Head(-1, ZERO_HASH, 0, 0, stored_time(header.created_at), new=True)
-        self.append(header.id, EventType.SESSION_STARTED,
-                    {"project": header.project, "branch": header.branch, "workspace_root": header.workspace_root,
-                     "title": header.title, "agent": header.agent},
-                    turn=0, created_at=header.created_at)
+        self.append(header.id, EventType.SESSION_STARTED, started_payload(header), turn=0, created_at=header.created_at)
 
     def _head(self, session_id: str) -> _Head:
         head = self.heads.get(session_id)

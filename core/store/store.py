@@ -362,17 +362,7 @@ class Store:
         """Create a session inside a transaction that holds the store-head lock."""
         refuse_secrets(f"session {header.id}", header.model_dump(mode="json"))
         try:
-            conn.execute(
-                table_of(SessionRow).insert().values(
-                    id=header.id,
-                    project=header.project,
-                    branch=header.branch,
-                    workspace_root=header.workspace_root,
-                    title=header.title,
-                    agent=header.agent,
-                    created_at=stored_time(header.created_at),
-                )
-            )
+            conn.execute(table_of(SessionRow).insert().values(**session_row(header)))
         except SAIntegrityError:
             raise InvalidInputError(f"session {header.id} already exists") from None
         conn.execute(
@@ -389,10 +379,7 @@ class Store:
             conn,
             header.id,
             EventType.SESSION_STARTED,
-            SessionStartedPayload(
-                project=header.project, branch=header.branch, workspace_root=header.workspace_root,
-                title=header.title, agent=header.agent,
-            ),
+            started_payload(header),
             turn=0,
             created_at=header.created_at,
         )
@@ -797,6 +784,18 @@ def event_summary(event: Event) -> str:
             return clip(f"session on {where}{agent}" + (f": {payload['title']}" if payload.get("title") else ""), SUMMARY_WIDTH)
         case _:
             return clip(json.dumps(payload, ensure_ascii=False), SUMMARY_WIDTH)
+
+
+def session_row(header: SessionHeader) -> dict[str, Any]:
+    """The ``sessions`` row of a session."""
+    return {"id": header.id, "project": header.project, "branch": header.branch, "workspace_root": header.workspace_root,
+            "title": header.title, "agent": header.agent, "created_at": stored_time(header.created_at)}
+
+
+def started_payload(header: SessionHeader) -> SessionStartedPayload:
+    """The payload of a session's first event, ``session.started``."""
+    return SessionStartedPayload(project=header.project, branch=header.branch, workspace_root=header.workspace_root,
+                                 title=header.title, agent=header.agent)
 
 
 def event_row(event: Event) -> dict[str, Any]:

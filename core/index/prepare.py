@@ -13,6 +13,8 @@ not depend on the number of workers (a test checks it).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
 import os
 from collections import deque
@@ -131,14 +133,34 @@ def prepare_all(
         for batch in _batches(files):
             yield from prepare_batch(batch, classifier, key)
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    try:
         ahead: deque[Future[list[PreparedDocument]]] = deque()
         for batch in _batches(files):
-            ahead.append(pool.submit(prepare_batch, batch, classifier, key))
+            ahead.append(pool.submit(_prepare_in_worker, batch, classifier, key))
             if len(ahead) > IN_FLIGHT_PER_WORKER * workers:
                 yield from ahead.popleft().result()
-        while ahead:
-            yield from ahead.popleft().result()
+        # The last batches are collected before they are written, so the workers are gone while
+        # the caller writes them (and commits): their memory is not part of the run's peak then.
+        rest = [document for future in ahead for document in future.result()]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    yield from rest
+
+
+def _prepare_in_worker(
+    files: Sequence[tuple[str, bytes]], classifier: SourceClassifier, key: RedactionKey
+) -> list[PreparedDocument]:
+    """``prepare_batch`` in a worker, then the heap it freed given back to the system: glibc
+    keeps freed memory otherwise (about 10 MiB a worker on the standard library, measured)."""
+    documents = prepare_batch(files, classifier, key)
+    _release_free_heap()
+    return documents
+
+
+def _release_free_heap() -> None:
+    with contextlib.suppress(AttributeError, OSError):  # not glibc: nothing to give back this way
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _batches(files: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:

@@ -595,18 +595,20 @@ def _outside_the_scope(snapshot: AuditSnapshot, known: list[ChunkRecord], base: 
                     reason=f"only on branch {c.branch or '-'} at {c.root}, outside the snapshot's scope")
         for c in known
     )
+    scope = snapshot.retrieval.scope
     return WhyNotAnswer(
         **base, stage=Stage.OUT_OF_SCOPE, best_chunk=first.source_ref, matches=matches,
         summary=(
-            f"out-of-scope: {base['kind']} {base['value']!r} is in project {snapshot.retrieval.scope.project} only on "
+            f"out-of-scope: {base['kind']} {base['value']!r} is in project {scope.project} only on "
             f"{listing(places, 3, '; ')}; the snapshot read{_branch_text(snapshot) or ' no branch'}"
-            + (f" at {snapshot.retrieval.scope.workspace_root}" if snapshot.retrieval.scope.workspace_root else "")
+            + (f" at {scope.workspace_root}" if scope.workspace_root else "")
         ),
     )
 
 
 def _branch_text(snapshot: AuditSnapshot) -> str:
-    return f", branch {snapshot.retrieval.scope.branch}" if snapshot.retrieval.scope.branch else ""
+    branch = snapshot.retrieval.scope.branch
+    return f", branch {branch}" if branch else ""
 
 
 def _would_be_ranks(
@@ -618,18 +620,19 @@ def _would_be_ranks(
     and the sub-query it has it under (the same searches: none is run for them alone, unless
     their source is one the chunk's is not)."""
     scorer = Scorer(store)
-    window = time_window(snapshot.retrieval.scope, _moment(snapshot))
+    parts = snapshot.retrieval
+    window = time_window(parts.scope, _moment(snapshot))
     ranks: dict[str, tuple[int | None, int | None, bool]] = {}
     best_of: dict[int, tuple[int, SubQuery]] = {}
     wanted = {c.chunk_id for c in others}
     wanted_sources = {chunk.source} | {c.source for c in others}
     try:
-        for query in snapshot.retrieval.plan.sub_queries:
-            sources = frozenset(s for s in query.sources if s in WORKSPACE_SOURCES and snapshot.retrieval.scope.admits_source(s))
+        for query in parts.plan.sub_queries:
+            sources = frozenset(s for s in query.sources if s in WORKSPACE_SOURCES and parts.scope.admits_source(s))
             ranks[query.id] = (None, None, False)
             if not wanted_sources & sources or not query.terms:
                 continue
-            flt = workspace_filter(snapshot.retrieval.scope, sources, window, as_of_given=True)
+            flt = workspace_filter(parts.scope, sources, window, as_of_given=True)
             hits = scorer.search([(t.term, t.weight) for t in query.terms], flt, top_k=RANK_SEARCH_LIMIT, with_places=True)
             for n, hit in enumerate(hits, start=1):
                 if hit.chunk_id in wanted and (hit.chunk_id not in best_of or n < best_of[hit.chunk_id][0]):
@@ -686,20 +689,21 @@ def _placed(run: SubQueryRun) -> str:
 
 def _not_recalled(store: Store, snapshot: AuditSnapshot, in_project: list[ChunkRecord], base: dict[str, str]) -> WhyNotAnswer:
     """No recorded row matches: the chunks of the index that do, best first, with their ranks."""
+    parts = snapshot.retrieval
     runs = tuple(
         SubQueryRun(id=q.id, intent=q.intent.value, top_k=q.top_k, query_text=q.query_text)
-        for q in snapshot.retrieval.plan.sub_queries
+        for q in parts.plan.sub_queries
     )
     if not in_project:
         return WhyNotAnswer(
             **base, stage=Stage.NOT_RECALLED, sub_queries=runs,
             summary=(
                 f"not-recalled: nothing matching {base['kind']} {base['value']!r} was in the index of project "
-                f"{snapshot.retrieval.scope.project} at the snapshot's time"
+                f"{parts.scope.project} at the snapshot's time"
             ),
         )
     weights: dict[str, float] = {}
-    for query in snapshot.retrieval.plan.sub_queries:
+    for query in parts.plan.sub_queries:
         for term in query.terms:
             weights[term.term] = max(weights.get(term.term, 0.0), term.weight)
 

@@ -11,6 +11,7 @@ A file is **seen** at a call when lines of it (a file read) were in the call's c
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -64,6 +65,13 @@ class ObservedSession:
                 return snapshot
         raise UnknownIdError(f"session {self.header.id} has no call at turn {turn}")
 
+    def in_order(self, turn: int | None = None) -> list[SeenItem]:
+        """Every item the call at ``turn`` had in its context (no turn: every item the session's
+        calls saw), in context order."""
+        if turn is not None:
+            return self.visible(turn)
+        return [self.items[p] for p in sorted(self.items)]
+
     def visible(self, turn: int) -> list[SeenItem]:
         """Every item the call at ``turn`` had in its context, in context order."""
         call = self.call(turn)
@@ -73,10 +81,15 @@ class ObservedSession:
 def read_observed(store: Store, session_id: str) -> ObservedSession:
     """The observed side of a session; an error in one line for a session that was not imported."""
     header = store.get_session(session_id)
-    snapshots = tuple(s.snapshot for s in store.snapshots_of(session_id, kind=SnapshotKind.OBSERVED))
+    return observed_session(header, [s.snapshot for s in store.snapshots_of(session_id, kind=SnapshotKind.OBSERVED)])
+
+
+def observed_session(header: SessionHeader, snapshots: Iterable[AuditSnapshot]) -> ObservedSession:
+    """The observed side of a session from its snapshots, already read (others are ignored)."""
+    snapshots = tuple(s for s in snapshots if s.kind == SnapshotKind.OBSERVED)
     if not snapshots:
         raise NotImportedError(
-            f"session {session_id} has no observed snapshots (it was not imported with `scopelens import`); "
+            f"session {header.id} has no observed snapshots (it was not imported with `scopelens import`); "
             "for a retrieval, ask of its snapshot: why-not SNAPSHOT --path P"
         )
     items: dict[int, SeenItem] = {}
@@ -141,7 +154,7 @@ class Sighting:
 
 def sighting(session: ObservedSession, path: str, *, gold: bool = False) -> Sighting:
     """Where in ``session`` the model first saw ``path``, from its observed snapshots."""
-    ordered = [session.items[p] for p in sorted(session.items)]
+    ordered = session.in_order()
     reads = tuple(s for s in ordered if s.observed.kind == ObservedKind.FILE_READ and s.item.path
                   and same_path(s.item.path, path))
     named = next((s for s in ordered if s not in reads and (

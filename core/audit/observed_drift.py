@@ -66,8 +66,7 @@ class ObservedDrift:
 def drift_observed(session: ObservedSession, workspace: Path, *, turn: int | None = None) -> ObservedDrift:
     """Compare the file reads of ``session`` (of the call at ``turn``: every read it had in
     context) with the files under ``workspace``."""
-    seen = session.visible(turn) if turn is not None else [session.items[p] for p in sorted(session.items)]
-    reads = [s for s in seen if s.observed.kind == ObservedKind.FILE_READ and s.item.path]
+    reads = [s for s in session.in_order(turn) if s.observed.kind == ObservedKind.FILE_READ and s.item.path]
     items: list[DriftItem] = []
     skipped: list[tuple[str, str]] = []
     done: set[tuple[str, int | None, int | None, str]] = set()

@@ -16,6 +16,7 @@ from scopelens.core.audit.observed import (
     ObservedSession,
     SeenItem,
     Sighting,
+    observed_session,
     read_observed,
     same_path,
     sighting,
@@ -76,8 +77,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     with Store.open(args.db, read_only=True) as store:
         replayed = replay_session(store, args.session, turn=args.turn)
-        imported = any(s.snapshot.kind == SnapshotKind.OBSERVED for t in replayed.turns for s in t.snapshots)
-        observed = read_observed(store, args.session) if imported else None  # the whole session's items
+        snapshots = [s.snapshot for t in replayed.turns for s in t.snapshots]
+        observed: ObservedSession | None = None
+        if any(s.kind == SnapshotKind.OBSERVED for s in snapshots):
+            # every turn replayed: its snapshots are the session's; one turn sees earlier ones too
+            observed = observed_session(replayed.header, snapshots) if args.turn is None else read_observed(store, args.session)
     if args.json:
         print_json("replay", {"session": replayed.header.model_dump(mode="json"), "ok": replayed.ok,
                               "turns": [_turn_json(t, observed, detail=args.turn is not None) for t in replayed.turns]})

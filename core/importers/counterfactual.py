@@ -73,11 +73,10 @@ def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return last
 
 
-def edited_files(session: ObservedSession, turn: int | None = None) -> list[str]:
-    """Files the agent changed (by then): what an edit, write or patch tool showed or named."""
-    items = session.visible(turn) if turn is not None else [session.items[p] for p in sorted(session.items)]
+def edited_files(session: ObservedSession) -> list[str]:
+    """Files the agent changed in the session: what an edit, write or patch tool showed or named."""
     found: dict[str, None] = {}
-    for s in items:
+    for s in session.in_order():
         if s.observed.tool and _EDIT_TOOLS.search(s.observed.tool):
             for path in ([s.item.path] if s.item.path else []) + [mentioned_path(m) for m in s.observed.mentions]:
                 found.setdefault(path, None)

@@ -107,18 +107,19 @@ def import_session(
                             note=f"these bytes were imported at {same.imported_at}")
         base, note = _grown_from(session, imports_of(batch.conn, session.format, agent_session))
         now = store.clock.now()
+        start = _first_time(session) or now
         if base is None:
             session_id = store.ids.new_id("s")
             batch.create_session(SessionHeader(
                 id=session_id, project=project, branch=clean(branch or session.branch or "", key) or None,
                 workspace_root=workspace_root,
                 title=clean(session.title or source.name, key), agent=clean(session.agent, key),
-                created_at=_first_time(session) or now,
+                created_at=start,
             ))
             first_call, first_item = 0, 0
         else:
             session_id, first_call, first_item = base.session_id, base.calls, base.items
-        written = _write_calls(store, batch, session, session_id, first_call, first_item, now, key)
+        written = _write_calls(store, batch, session, session_id, first_call, first_item, start, key)
         stored_items = session.calls[-1].visible_to if session.calls else 0
         record_import(batch.conn, ImportRecord(
             sha256=source.key, session_id=session_id, format=session.format, agent_session=agent_session,
@@ -158,11 +159,12 @@ class _Written:
 
 def _write_calls(
     store: Store, batch: Batch, session: ImportedSession, session_id: str, first_call: int, first_item: int,
-    now: datetime, key: RedactionKey,
+    start: datetime, key: RedactionKey,
 ) -> _Written:
+    """``start``: the session's first time, for calls and items the format gives no time."""
     items = redactions = 0
     stored_to = first_item
-    at = _first_time(session) or now
+    at = start
     for call in session.calls[first_call:]:
         at = call.at or at
         turn = call.number

@@ -107,8 +107,10 @@ class _Doc:
         self.max_chars = max_chars
         # cum[i] = characters in lines[:i], counting one "\n" after each line.
         self.cum = list(accumulate(map(len, self.lines), lambda total, n: total + n + 1, initial=0))
-        self.rank_of: Callable[[int, int], Callable[[int], int]] = self.python_rank
-        """Where windows of a span too big for one chunk may end (``windows``' ``rank``)."""
+        self.ranks: list[int] | None = None
+        """Where windows of a span too big for one chunk may end, per line (``windows``'
+        ``rank``); ``None``: by ``python_rank``. (Not a bound method kept here: that would
+        be a reference cycle, which the indexer leaves uncollected while it runs.)"""
 
     def fits(self, s: int, e: int) -> bool:
         return e - s < self.max_lines and self.cum[e + 1] - self.cum[s] - 1 <= self.max_chars
@@ -128,7 +130,8 @@ class _Doc:
             return []
         if self.fits(s, e):
             return [(s, e, kind, symbol)]
-        return self.windows(s, e, kind, symbol, self.rank_of(s, e))
+        rank = self.python_rank(s, e) if self.ranks is None else self.ranks.__getitem__
+        return self.windows(s, e, kind, symbol, rank)
 
     def windows(
         self, s: int, e: int, kind: ChunkKind, symbol: str | None, rank: Callable[[int], int]
@@ -256,8 +259,7 @@ def _syntax_spans(doc: _Doc, text: str, grammar: str, language: str) -> list[_Sp
     definitions = scan(text, grammar)
     if definitions is None:
         return None
-    ranks = _brace_ranks(doc, language)
-    doc.rank_of = lambda _s, _e: ranks.__getitem__
+    doc.ranks = _brace_ranks(doc, language)
     spans: list[_Span] = []
     cursor = 0
     for definition in definitions:

@@ -1,8 +1,8 @@
-"""Preparing files for the index: decode, redact, chunk, count terms; in worker processes when
-there is enough to do.
+"""Preparing files for the index: decode, redact, chunk, count terms; in worker processes too
+when there is enough to do.
 
-This module imports no database code, so a worker process (started fresh, ``spawn``) loads
-only what preparation needs. A worker returns each document with its terms already counted
+This module imports no database code, so a worker process (started fresh:
+``prepare_worker``) loads only what preparation needs. A worker returns each document with its terms already counted
 (``TermCounts``: a few numpy arrays), never token lists: a list of five million strings
 would cost more to send back than to make.
 
@@ -13,19 +13,16 @@ not depend on the number of workers (a test checks it).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import hashlib
 import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from multiprocessing import get_context
 
 from scopelens.core.hashing import canonical_json
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source
 from scopelens.core.index.languages import language_of
+from scopelens.core.index.prepare_worker import PreparingWorker
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.tokenizer import TermCounts, count_terms, tokenize
 from scopelens.core.redaction_scan import RedactionKey, redaction_records
@@ -34,9 +31,11 @@ POOL_MIN_BYTES = 4_000_000
 """Below this many bytes to prepare, a pool costs more to start than it saves."""
 BATCH_BYTES = 250_000
 """Files are sent to workers in batches of about this many bytes."""
-IN_FLIGHT_PER_WORKER = 1
-"""Batches sent to the workers ahead of the one being collected, per worker: enough to keep
-them busy while the caller writes, few enough that memory does not grow with the corpus."""
+IN_FLIGHT_PER_WORKER = 3
+"""Batches a worker holds (one being prepared, the others waiting): enough to keep it busy while the
+caller writes or prepares, few enough that memory does not grow with the corpus."""
+OWN_AHEAD = 2
+"""Batches this process prepares ahead of the worker's batch it is waiting for."""
 
 
 @dataclass(frozen=True)
@@ -119,48 +118,95 @@ def prepare_all(
 ) -> Iterator[PreparedDocument]:
     """Prepare ``(path, data)`` files, yielding documents in the same order, as they come.
 
-    ``files`` is read as it is consumed: at most ``IN_FLIGHT_PER_WORKER`` batches per worker
-    are sent ahead of the document being yielded, so the files' bytes need not all be held.
-    ``workers`` processes (default: one per core, and none when ``total_bytes``, the bytes to
-    prepare if known, is below ``POOL_MIN_BYTES``); ``workers=0`` prepares in this process.
+    ``workers`` helper processes prepare batches alongside this one (default: one fewer than
+    the cores, and none when ``total_bytes``, the bytes to prepare if known, is below
+    ``POOL_MIN_BYTES``); ``workers=0`` prepares in this process alone. This process takes a
+    batch itself whenever the next one to yield is not ready yet, so it is never idle while
+    it waits, and one process fewer is started than there are cores.
+
+    ``files`` is read as it is consumed: at most ``IN_FLIGHT_PER_WORKER`` batches per worker,
+    and ``OWN_AHEAD`` of this process, are prepared ahead of the document being yielded, so
+    the files' bytes need not all be held.
     """
     if workers is None:
         if total_bytes is None:
             files = list(files)
             total_bytes = sum(len(data) for _, data in files)
-        workers = (os.cpu_count() or 1) if total_bytes >= POOL_MIN_BYTES else 0
+        workers = (os.cpu_count() or 1) - 1 if total_bytes >= POOL_MIN_BYTES else 0
+    batches = _batches(files)
     if workers < 1:
-        for batch in _batches(files):
+        for batch in batches:
             yield from prepare_batch(batch, classifier, key)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
+    pool: list[PreparingWorker] = []
+    finished = False
     try:
-        ahead: deque[Future[list[PreparedDocument]]] = deque()
-        for batch in _batches(files):
-            ahead.append(pool.submit(_prepare_in_worker, batch, classifier, key))
-            if len(ahead) > IN_FLIGHT_PER_WORKER * workers:
-                yield from ahead.popleft().result()
-        # The last batches are collected before they are written, so the workers are gone while
-        # the caller writes them (and commits): their memory is not part of the run's peak then.
-        rest = [document for future in ahead for document in future.result()]
+        pool += [PreparingWorker(classifier, key) for _ in range(workers)]
+        yield from _prepare_alongside(batches, pool, classifier, key)
+        finished = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    yield from rest
+        for worker in pool:
+            worker.close(wait=finished)
 
 
-def _prepare_in_worker(
-    files: Sequence[tuple[str, bytes]], classifier: SourceClassifier, key: RedactionKey
-) -> list[PreparedDocument]:
-    """``prepare_batch`` in a worker, then the heap it freed given back to the system: glibc
-    keeps freed memory otherwise (about 10 MiB a worker on the standard library, measured)."""
-    documents = prepare_batch(files, classifier, key)
-    _release_free_heap()
-    return documents
+class _Slot:
+    """One batch, in order: prepared here, or by ``worker`` (``documents`` once it answered)."""
+
+    __slots__ = ("documents", "worker")
+
+    def __init__(self, worker: PreparingWorker | None, documents: list[PreparedDocument] | None = None) -> None:
+        self.worker = worker
+        self.documents = documents
 
 
-def _release_free_heap() -> None:
-    with contextlib.suppress(AttributeError, OSError):  # not glibc: nothing to give back this way
-        ctypes.CDLL(None).malloc_trim(0)
+def _prepare_alongside(
+    batches: Iterator[list[tuple[str, bytes]]], pool: list[PreparingWorker], classifier: SourceClassifier,
+    key: RedactionKey,
+) -> Iterator[PreparedDocument]:
+    """``prepare_all``'s schedule. Answers are read as soon as they arrive, so a worker always
+    has ``IN_FLIGHT_PER_WORKER`` batches to do; while the oldest batch is a worker's and not
+    answered yet, this process prepares the next batch itself (at most ``OWN_AHEAD`` ahead)."""
+    order: deque[_Slot] = deque()  # batch order
+    waiting: dict[PreparingWorker, deque[_Slot]] = {worker: deque() for worker in pool}  # per worker
+    exhausted = False
+
+    def next_batch() -> list[tuple[str, bytes]] | None:
+        nonlocal exhausted
+        batch = None if exhausted else next(batches, None)
+        exhausted = batch is None
+        return batch
+
+    def receive(worker: PreparingWorker) -> None:
+        waiting[worker].popleft().documents = worker.take()
+
+    while True:
+        for worker in pool:
+            while worker.in_flight and worker.ready():
+                receive(worker)
+            while worker.in_flight < IN_FLIGHT_PER_WORKER and (batch := next_batch()) is not None:
+                worker.submit(batch)
+                order.append(_Slot(worker))
+                waiting[worker].append(order[-1])
+        if exhausted:
+            break
+        while order and order[0].documents is not None:
+            yield from order.popleft().documents or ()
+        head = order[0] if order else None
+        if head is not None and sum(slot.worker is None for slot in order) >= OWN_AHEAD:
+            assert head.worker is not None  # a batch prepared here is never left waiting
+            receive(head.worker)
+        elif (batch := next_batch()) is not None:
+            order.append(_Slot(None, prepare_batch(batch, classifier, key)))
+    # The last batches are collected before they are written, so the workers are gone while
+    # the caller writes them (and commits): their memory is not part of the run's peak then.
+    for slot in order:
+        if slot.documents is None:
+            assert slot.worker is not None
+            receive(slot.worker)
+    for worker in pool:
+        worker.close()
+    for slot in order:
+        yield from slot.documents or ()
 
 
 def _batches(files: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:

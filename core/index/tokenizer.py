@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, repeat
@@ -54,24 +54,8 @@ _ASCII_CHUNK = re.compile(rf"[A-Za-z0-9_]+(?:{_JOIN}[A-Za-z0-9_]+)*")
 """``_CHUNK`` for ASCII text, where it is more than twice as fast."""
 
 
-def _split_path(word: str) -> list[str]:
-    return word.replace("::", "/").split("/")
-
-
-def _split_dotted(word: str) -> list[str]:
-    return word.replace("-", ".").split(".")
-
-
-def _split_snake(word: str) -> list[str]:
-    return word.split("_")
-
-
-_SPLITTERS = (_split_path, _split_dotted, _split_snake)
-"""Compounds are split coarsest first (str methods: far cheaper than regexes here)."""
-
 _CAMEL = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*")
 """Case humps: ``HTTPServer`` -> HTTP Server, ``parseJSON2`` -> parse JSON2, ``IDs`` whole."""
-_SIMPLE = re.compile(r"[a-z0-9]+")
 _MAX_WHOLE = 128
 """Longer compounds (base64 blobs, minified chains) are indexed by their parts only."""
 
@@ -106,28 +90,59 @@ def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-@lru_cache(maxsize=1 << 17)
-def _expand(word: str) -> tuple[str, ...]:
-    """A word or compound and all its parts; cached because code repeats its identifiers."""
-    if _SIMPLE.fullmatch(word):
-        return (word,) if _keep(word) else ()
-    out = [word.lower()] if len(word) <= _MAX_WHOLE else []
+def _word_terms(word: str) -> tuple[str, ...]:
+    """A word or compound and all its parts (the module doc's rules).
+
+    Each level splits the pieces of the one before: at ``/`` and ``::``, at ``.`` and ``-``,
+    at ``_``, then at case changes (ASCII pieces only: a case split of "Straße" would cut a
+    word apart). A level that does not change a piece adds nothing, except that "_private"
+    -> "private" counts as a split. A level whose separators the word does not hold is
+    skipped: most identifiers need one or two ``str`` calls, not a pass of each level.
+    """
+    if word.isascii() and word.isalnum() and (word.islower() or word.isdigit()):
+        return (word,) if len(word) > 1 or word.isalpha() else ()
+    out = [word] if len(word) <= _MAX_WHOLE else []
     pieces = [word]
-    for split in _SPLITTERS:
-        finer: list[str] = []
+    if "/" in word or ":" in word:
+        pieces = [p for p in word.replace("::", "/").split("/") if p]
+        if pieces != [word]:
+            out += pieces
+    if "." in word or "-" in word:
+        pieces = _split_each(pieces, out, _dotted_parts)
+    if "_" in word:
+        pieces = _split_each(pieces, out, _snake_parts)
+    if not word.islower() and not word.isupper():
         for piece in pieces:
-            parts = [p for p in split(piece) if p]
-            if parts != [piece]:  # "_private" -> "private" counts as a split too
-                out += [p.lower() for p in parts]
-            finer += parts
-        pieces = finer
+            if piece.isascii() and not piece.islower() and not piece.isupper():
+                humps = _CAMEL.findall(piece)
+                if len(humps) > 1:
+                    out += humps
+    # One lower() for all: pieces hold no space, and a space bounds str.lower()'s only
+    # context rule (a final sigma), so this equals lowering each piece.
+    return tuple([t for t in " ".join(out).lower().split(" ") if _keep(t)])
+
+
+def _split_each(pieces: list[str], out: list[str], split: Callable[[str], list[str]]) -> list[str]:
+    """Split every piece, adding the parts of those that change to ``out``; the parts."""
+    finer: list[str] = []
     for piece in pieces:
-        # ASCII only: a case split of "Straße" or "Über" would cut words apart.
-        if piece.isascii() and not piece.islower() and not piece.isupper():
-            humps = _CAMEL.findall(piece)
-            if len(humps) > 1:
-                out += [h.lower() for h in humps]
-    return tuple([t for t in out if _keep(t)])
+        parts = [p for p in split(piece) if p]
+        if parts != [piece]:
+            out += parts
+        finer += parts
+    return finer
+
+
+def _dotted_parts(piece: str) -> list[str]:
+    return piece.replace("-", ".").split(".")
+
+
+def _snake_parts(piece: str) -> list[str]:
+    return piece.split("_")
+
+
+_expand = lru_cache(maxsize=1 << 17)(_word_terms)
+"""``_word_terms`` cached for ``tokenize`` (queries): code repeats its identifiers."""
 
 
 def _keep(token: str) -> bool:
@@ -190,23 +205,19 @@ class _Expansions:
         if len(self.recent) > self.LIMIT:
             self.older, self.recent = self.recent, {}
         recent, older = self.recent, self.older
-        found = []
-        for word in distinct_words:
-            terms = recent.get(word)
+        found = list(map(recent.get, distinct_words))  # in C: most words of a batch are known
+        for at in [at for at, terms in enumerate(found) if terms is None]:
+            word = distinct_words[at]
+            terms = older.get(word)
             if terms is None:
-                terms = older.get(word)
-                if terms is None:
-                    terms = _expand_word(word)
-                recent[word] = terms
-            found.append(terms)
-        return found
+                terms = _expand_word(word)
+            recent[word] = found[at] = terms
+        return found  # type: ignore[return-value]  # every None was replaced
 
 
 def _expand_word(word: str) -> tuple[str, ...]:
     """The terms of one word found by ``count_terms``'s regexes (``tokenize``'s, per word)."""
-    if word.isascii() and word.isalnum() and word.islower():  # most words: no split, no case
-        return (word,) if len(word) > 1 or word.isalpha() else ()
-    return tuple(_bigrams(word)) if CJK_CHAR.match(word) else _expand.__wrapped__(word)
+    return tuple(_bigrams(word)) if CJK_CHAR.match(word) else _word_terms(word)
 
 
 _EXPANSIONS = _Expansions()

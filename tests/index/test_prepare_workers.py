@@ -6,6 +6,7 @@ import sysconfig
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from scopelens.core.index.prepare import PreparedDocument, prepare_all
 from scopelens.core.index.sources import SourceClassifier
@@ -40,12 +41,67 @@ def test_chunks_terms_and_hashes_do_not_depend_on_the_number_of_workers() -> Non
     assert b"hunter2" not in b"".join(chunk.text.encode() for chunk in secret[4])  # redacted in workers too
 
 
+def test_this_process_and_the_workers_share_the_batches_and_keep_their_order(monkeypatch) -> None:
+    """With many small batches, some are prepared here while a worker prepares others, and the
+    documents still come out in the order given, the same as prepared here alone."""
+    import scopelens.core.index.prepare as prepare
+    from scopelens.core.index.prepare_worker import PreparingWorker
+
+    given = files() * 3
+    monkeypatch.setattr(prepare, "BATCH_BYTES", 3_000)
+    in_process = [comparable(d) for d in prepare_all(given, classifier=SourceClassifier(), key=KEY, workers=0)]
+    taken: list[int] = []
+    here: list[int] = []
+    real_take, real_prepare = PreparingWorker.take, prepare.prepare_batch
+    monkeypatch.setattr(PreparingWorker, "take", lambda self: taken.append(1) or real_take(self))
+    monkeypatch.setattr(prepare, "prepare_batch", lambda *a: here.append(1) or real_prepare(*a))
+    for workers in (1, 2):
+        taken.clear()
+        here.clear()
+        pooled = [comparable(d) for d in prepare_all(given, classifier=SourceClassifier(), key=KEY, workers=workers)]
+        assert pooled == in_process
+        assert taken and here, (len(taken), len(here))
+
+
+def test_a_failing_batch_in_a_worker_is_an_error_here() -> None:
+    from scopelens.core.index.prepare_worker import PreparingWorker, WorkerFailed
+
+    worker = PreparingWorker(SourceClassifier(), KEY)
+    try:
+        worker.submit([("a.py", "not bytes")])  # type: ignore[list-item]
+        with pytest.raises(WorkerFailed, match=r"AttributeError|TypeError"):
+            worker.take()
+        worker.submit(files()[:1])  # the worker goes on after a failed batch
+        assert [d.path for d in worker.take()] == [files()[0][0]]
+    finally:
+        worker.close()
+    assert worker.process.returncode == 0
+
+
 def test_small_inputs_are_prepared_without_a_pool(monkeypatch) -> None:
     import scopelens.core.index.prepare as prepare
 
     def no_pool(*args: object, **kwargs: object) -> None:
         raise AssertionError("a pool was started for a few small files")
 
-    monkeypatch.setattr(prepare, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(prepare, "PreparingWorker", no_pool)
     documents = list(prepare_all(files()[:2], classifier=SourceClassifier(), key=KEY))
     assert len(documents) == 2 and all(np.all(d.terms.lengths > 0) for d in documents)
+
+
+def test_preparing_leaves_no_reference_cycles() -> None:
+    """The indexer pauses the cyclic collector while it runs (``indexer.gc_paused``): garbage
+    in a cycle would stay until the run ends, and the calling process prepares batches too."""
+    import gc
+
+    from scopelens.core.index.prepare import prepare_batch
+
+    given = [*files(), ("web/big.ts", b"class A {\n" + b"  m() {\n    return 1;\n  }\n" * 400 + b"}\n")]
+    prepare_batch(given, SourceClassifier(), KEY)  # first-use caches
+    gc.collect()
+    gc.disable()
+    try:
+        prepare_batch(given, SourceClassifier(), KEY)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -173,3 +174,56 @@ def test_counting_a_large_vocabulary_keeps_the_caches_bounded() -> None:
         assert "someidentifier" in counts.terms
         assert len(tokenizer._EXPANSIONS.recent) + len(tokenizer._EXPANSIONS.older) <= 2 * (limit + 5_000)
     assert tokenizer._expand.cache_info().currsize == query_cache_before
+
+
+def _reference_terms(word: str) -> tuple[str, ...]:
+    """The expansion rules of the module doc, level by level with no shortcut (what
+    ``tokenize`` did before the expansion skipped levels): the oracle for ``_word_terms``."""
+    from scopelens.core.index import tokenizer
+
+    if re.fullmatch(r"[a-z0-9]+", word):
+        return (word,) if tokenizer._keep(word) else ()
+    out = [word.lower()] if len(word) <= tokenizer._MAX_WHOLE else []
+    pieces = [word]
+    splitters = (
+        lambda w: w.replace("::", "/").split("/"),
+        lambda w: w.replace("-", ".").split("."),
+        lambda w: w.split("_"),
+    )
+    for split in splitters:
+        finer: list[str] = []
+        for piece in pieces:
+            parts = [p for p in split(piece) if p]
+            if parts != [piece]:
+                out += [p.lower() for p in parts]
+            finer += parts
+        pieces = finer
+    for piece in pieces:
+        if piece.isascii() and not piece.islower() and not piece.isupper():
+            humps = tokenizer._CAMEL.findall(piece)
+            if len(humps) > 1:
+                out += [h.lower() for h in humps]
+    return tuple(t for t in out if tokenizer._keep(t))
+
+
+WORD_PARTS = st.sampled_from(["a", "B", "x9", "HTTP", "Server", "_", "__", "1", "42", "ß", "Ü", "Σ", "ΑΣ", "ǅ", "İ"])
+JOINERS = st.sampled_from(["", "", ".", "/", "-", "::"])
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.lists(st.tuples(JOINERS, WORD_PARTS), min_size=1, max_size=8), st.integers(0, 140))
+def test_word_terms_follow_the_reference_rules(parts: list[tuple[str, str]], padding: int) -> None:
+    """The level-skipping expansion gives what splitting at every level in turn gives, for the
+    words the tokenizer finds in any text (long ones and non-ASCII ones included)."""
+    from scopelens.core.index import tokenizer
+
+    text = "".join(joiner + part for joiner, part in parts) + "q" * (padding if padding > 100 else 0)
+    for word in tokenizer._ANY_WORD.findall(text):
+        assert tokenizer._word_terms(word) == _reference_terms(word), word
+
+
+@pytest.mark.parametrize("word", ["1" * 200, "abc_" * 40, "getHTTPResponse_v2", "os.path.join", "a::B-c_dE"])
+def test_word_terms_keep_the_reference_rules_on_edge_words(word: str) -> None:
+    from scopelens.core.index import tokenizer
+
+    assert tokenizer._word_terms(word) == _reference_terms(word)

@@ -1,0 +1,182 @@
+"""A process that prepares batches of files for the index, and the handle that drives it.
+
+``prepare.prepare_all`` starts these with ``subprocess`` rather than ``multiprocessing``:
+a ``spawn`` pool also starts a resource-tracker process (12 MiB, measured), and its queues
+add threads and locks this needs none of. The protocol is one pickle per message on the
+worker's stdin and stdout, each preceded by its length (8 bytes, little-endian):
+
+* parent -> worker: ``(classifier, key)`` once, then one batch ``[(path, data), ...]`` per
+  message; closing stdin ends the worker;
+* worker -> parent: ``("ok", [PreparedDocument, ...])`` or ``("error", traceback)`` per batch,
+  in the order the batches were sent.
+
+The worker reads its stdin and writes its stdout on threads: the parent can always send the
+next batch (two full pipes would otherwise wait for each other), and the worker goes on with
+the next batch while the parent, busy writing the index, has not yet read the last result. Its real
+stdout carries only messages: anything printed goes to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pickle
+import queue
+import select
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scopelens.core.index.sources import SourceClassifier
+from scopelens.core.redaction_scan import RedactionKey
+
+_HEADER = 8
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
+"""The directory ``scopelens`` is imported from here: the worker imports it from there too."""
+
+
+class WorkerFailed(RuntimeError):
+    """A preparing worker raised, or exited before answering."""
+
+
+def send_message(fd: int, message: object) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(len(data).to_bytes(_HEADER, "little") + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def receive_message(fd: int) -> Any | None:
+    """The next message on ``fd``; ``None`` at end of file (before a message begins)."""
+    header = _read_exactly(fd, _HEADER)
+    if header is None:
+        return None
+    body = _read_exactly(fd, int.from_bytes(header, "little"))
+    if body is None:
+        raise EOFError("a message was cut off")
+    return pickle.loads(body)
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    parts: list[bytes] = []
+    left = size
+    while left:
+        part = os.read(fd, min(left, 1 << 20))
+        if not part:
+            if left == size:
+                return None
+            raise EOFError("a message was cut off")
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+class PreparingWorker:
+    """One worker process: batches go in with ``submit`` and come back, in order, by ``take``."""
+
+    def __init__(self, classifier: SourceClassifier, key: RedactionKey) -> None:
+        bootstrap = (
+            f"import sys; sys.path.insert(0, {_PACKAGE_PARENT!r}); "
+            "from scopelens.core.index.prepare_worker import serve; serve()"
+        )
+        # -P: the working directory is not put on sys.path (a workspace could shadow a module).
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", "-c", bootstrap], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._to_worker = self.process.stdin.fileno()
+        self._from_worker = self.process.stdout.fileno()
+        self.in_flight = 0
+        send_message(self._to_worker, (classifier, key))
+
+    def submit(self, batch: Sequence[tuple[str, bytes]]) -> None:
+        send_message(self._to_worker, list(batch))
+        self.in_flight += 1
+
+    def ready(self) -> bool:
+        """Whether the oldest batch's result has begun to arrive (``take`` will not wait long)."""
+        return bool(select.select([self._from_worker], [], [], 0)[0])
+
+    def take(self) -> list[Any]:
+        """The prepared documents of the oldest batch submitted (waits for them)."""
+        try:
+            message = receive_message(self._from_worker)
+        except EOFError:
+            message = None
+        if message is None:
+            raise WorkerFailed(f"a preparing worker process exited (code {self.process.wait()})")
+        self.in_flight -= 1
+        status, payload = message
+        if status != "ok":
+            raise WorkerFailed(f"preparing files failed in a worker process:\n{payload}")
+        documents: list[Any] = payload
+        return documents
+
+    def close(self, *, wait: bool = True) -> None:
+        """End the worker: let it finish (``wait``) or stop it now."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        if not wait:
+            self.process.kill()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
+
+
+def serve() -> None:
+    """The worker's main loop (see the module doc)."""
+    from scopelens.core.index.prepare import prepare_batch
+
+    out = os.dup(1)
+    os.dup2(2, 1)  # a stray print must not corrupt the messages
+    setup = receive_message(0)
+    if setup is None:
+        return
+    classifier, key = setup
+    inbox: queue.SimpleQueue[list[tuple[str, bytes]] | None] = queue.SimpleQueue()
+
+    def read_inbox() -> None:
+        try:
+            while (batch := receive_message(0)) is not None:
+                inbox.put(batch)
+        finally:
+            inbox.put(None)
+
+    outbox: queue.SimpleQueue[tuple[str, object] | None] = queue.SimpleQueue()
+
+    def write_outbox() -> None:
+        try:
+            while (result := outbox.get()) is not None:
+                send_message(out, result)
+        except BrokenPipeError:  # the parent is gone
+            os._exit(0)
+
+    threading.Thread(target=read_inbox, daemon=True).start()
+    writer = threading.Thread(target=write_outbox)
+    writer.start()
+    while (batch := inbox.get()) is not None:
+        try:
+            result: tuple[str, object] = ("ok", prepare_batch(batch, classifier, key))
+        except Exception:  # noqa: BLE001  (the parent re-raises it, with this traceback)
+            result = ("error", traceback.format_exc())
+        outbox.put(result)
+        del result
+        release_free_heap()
+    outbox.put(None)
+    writer.join()
+
+
+def release_free_heap() -> None:
+    """Give the heap freed by a batch back to the system: glibc keeps it otherwise (about
+    10 MiB a worker on the standard library, measured)."""
+    with contextlib.suppress(AttributeError, OSError):  # not glibc: nothing to give back this way
+        ctypes.CDLL(None).malloc_trim(0)

@@ -21,7 +21,8 @@ import codecs
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import accumulate
+
+import numpy as np
 
 from scopelens.core.index.languages import language_of
 from scopelens.core.index.python_scan import PythonLines, Statement
@@ -102,11 +103,16 @@ class _Doc:
 
     def __init__(self, text: str, max_lines: int, max_chars: int) -> None:
         self.lines = text.splitlines()
-        self.blank = [not line or line.isspace() for line in self.lines]
+        n = len(self.lines)
+        lengths = np.fromiter(map(len, self.lines), dtype=np.int64, count=n)
+        spaces = np.fromiter(map(str.isspace, self.lines), dtype=bool, count=n)
+        self.blank: list[bool] = ((lengths == 0) | spaces).tolist()
         self.max_lines = max_lines
         self.max_chars = max_chars
         # cum[i] = characters in lines[:i], counting one "\n" after each line.
-        self.cum = list(accumulate(map(len, self.lines), lambda total, n: total + n + 1, initial=0))
+        cum = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths + 1, out=cum[1:])
+        self.cum: list[int] = cum.tolist()
         self.ranks: list[int] | None = None
         """Where windows of a span too big for one chunk may end, per line (``windows``'
         ``rank``); ``None``: by ``python_rank``. (Not a bound method kept here: that would

@@ -36,6 +36,7 @@ _STRINGS_AND_COMMENTS = re.compile(
 matching: ``r``, ``b`` and ``f`` do not change where a string ends). Every alternative
 always matches once it has started, and its loops are possessive, so no text makes the
 engine backtrack."""
+_SPLIT_STRINGS_AND_COMMENTS = re.compile(f"({_STRINGS_AND_COMMENTS.pattern})", re.S)
 _CLOSED_STRING = re.compile(
     r'"""(?:[^"\\]+|\\.|"(?!""))*+"""'
     r"|'''(?:[^'\\]+|\\.|'(?!''))*+'''"
@@ -46,13 +47,13 @@ _CLOSED_STRING = re.compile(
 """Complete strings only (possessive: an unclosed one fails at once instead of backtracking)."""
 _HEAD = re.compile(r"[ \t]*(?:(async[ \t]+def|def)|(class))[ \t]+([^\W\d]\w*)")
 _BACKSLASH = ord("\\")
-_BRACKETS = np.zeros(128, dtype=np.int32)
+_BRACKETS = np.zeros(128, dtype=np.int8)
 _BRACKETS[[ord(c) for c in "([{"]] = 1
 _BRACKETS[[ord(c) for c in ")]}"]] = -1
-"""Depth change per ASCII character (indexed by the code point, clipped to 127: DEL)."""
-_SPACE = np.array([chr(c).isspace() for c in range(0x3002)], dtype=bool)
-"""``str.isspace()`` per code point, indexed with codes clipped to U+3001 (every character it
-is true for is below U+3001, and U+3001 itself is not one)."""
+_BRACKETS_U8 = np.zeros(256, dtype=np.int8)
+_BRACKETS_U8[:128] = _BRACKETS
+"""Depth change per ASCII character (indexed by the code point, clipped to 127: DEL; or by a
+byte of ASCII text)."""
 
 
 @dataclass(frozen=True)
@@ -79,33 +80,35 @@ class PythonLines:
         lengths = np.fromiter(map(len, text.splitlines(keepends=True)), dtype=np.int64, count=n)
         starts = np.zeros(n, dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
+        stripped = np.fromiter(map(len, map(str.lstrip, lines)), dtype=np.int64, count=n)
         content_ends = starts + np.fromiter(map(len, lines), dtype=np.int64, count=n)
-        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        covered, unterminated = _covered(text, len(codes))
+        codes = _codes(text)
+        strings = _Covered(text)
         # A line continues a statement when the character ending the previous line is inside
         # a string (a comment never spans a line break), when brackets are open at its
         # start, or when the previous line's last character is a backslash outside a string.
         continued = np.zeros(n, dtype=bool)
-        continued[1:] = covered[starts[1:] - 1]
-        delta = _BRACKETS[np.minimum(codes, 127)]
-        delta[covered] = 0
-        depth = np.zeros(len(codes) + 1, dtype=np.int32)
-        np.cumsum(delta, out=depth[1:])
-        self.balanced = bool(not unterminated and depth[-1] == 0 and int(depth.min(initial=0)) >= 0)
+        continued[1:] = strings.covers(starts[1:] - 1)
+        # Brackets outside strings and comments, and the depth after each.
+        at = np.flatnonzero(_BRACKETS[np.minimum(codes, 127)] if codes.dtype != np.uint8 else _BRACKETS_U8[codes])
+        at = at[~strings.covers(at)]
+        depth_after = np.cumsum(_BRACKETS[np.minimum(codes[at], 127)], dtype=np.int64)
+        final_depth = int(depth_after[-1]) if len(depth_after) else 0
+        self.balanced = bool(not strings.unterminated and final_depth == 0 and int(depth_after.min(initial=0)) >= 0)
         """Every bracket closed in order and every string ended: what valid code has (the
         chunker treats other text as not Python)."""
-        continued[1:] |= depth[starts[1:]] > 0
+        depth_before = np.zeros(len(at) + 1, dtype=np.int64)  # after 0, 1, 2... brackets
+        depth_before[1:] = depth_after
+        continued[1:] |= depth_before[np.searchsorted(at, starts[1:])] > 0
         last_chars = content_ends[:-1] - 1
         has_char = last_chars >= starts[:-1]
         safe = np.where(has_char, last_chars, 0)
-        continued[1:] |= has_char & (codes[safe] == _BACKSLASH) & ~covered[safe]
-        # The first character that is not whitespace (as str.isspace() counts it) on each line.
-        solid = np.flatnonzero(~_SPACE[np.minimum(codes, len(_SPACE) - 1)])
-        at = np.searchsorted(solid, starts)
-        first = np.append(solid, len(codes))[at]
-        blank = first >= content_ends
-        self.indent = np.where(blank, 0, first - starts)
-        first_char = codes[np.minimum(first, max(len(codes) - 1, 0))]  # (blank lines: any character)
+        continued[1:] |= has_char & (codes[safe] == _BACKSLASH) & ~strings.covers(safe)
+        # Leading whitespace as str.isspace() counts it (what str.lstrip() removes).
+        blank = stripped == 0
+        self.indent = np.where(blank, 0, content_ends - starts - stripped)
+        first = np.minimum(content_ends - stripped, max(len(codes) - 1, 0))
+        first_char = codes[first] if len(codes) else np.zeros(n, dtype=np.uint8)  # (blank lines: any)
         logical = ~continued & ~blank
         self.code = logical & (first_char != ord("#"))
         self.top_level = self.code & (self.indent == 0)
@@ -150,17 +153,33 @@ class PythonLines:
         return out
 
 
-def _covered(text: str, n: int) -> tuple[np.ndarray, bool]:
-    """``True`` at every character inside a string or a comment; and whether the text ends
+class _Covered:
+    """Where the strings and comments of a text are: ``covers(positions)`` says, for each
+    code-point position, whether it lies inside one; ``unterminated``, whether the text ends
     inside a string that is never closed."""
-    spans = [m.span() for m in _STRINGS_AND_COMMENTS.finditer(text)]
-    unterminated = bool(spans) and spans[-1][1] == len(text) and not _closed(text[spans[-1][0] :])
-    delta = np.zeros(n + 1, dtype=np.int32)
-    if spans:
-        edges = np.array(spans, dtype=np.int64)
-        delta[edges[:, 0]] += 1  # spans do not overlap: their starts are distinct, as are their ends
-        delta[edges[:, 1]] -= 1
-    return np.cumsum(delta[:n]) > 0, unterminated
+
+    def __init__(self, text: str) -> None:
+        # One split (in C) instead of a Match object per string: parts alternate text between
+        # strings and comments, and the strings and comments themselves.
+        parts = _SPLIT_STRINGS_AND_COMMENTS.split(text)
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=offsets[1:])
+        self.starts = offsets[1:-1:2]
+        self.ends = offsets[2:-1:2]
+        self.unterminated = len(parts) > 1 and not parts[-1] and not _closed(parts[-2])
+
+    def covers(self, positions: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(self.starts, positions, side="right") - 1
+        if not len(self.starts):
+            return np.zeros(len(positions), dtype=bool)
+        return (k >= 0) & (positions < self.ends[np.maximum(k, 0)])
+
+
+def _codes(text: str) -> np.ndarray:
+    """The code points of ``text``: one byte each when it is ASCII (the usual case)."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
 
 
 def _closed(token: str) -> bool:

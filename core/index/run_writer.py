@@ -51,9 +51,9 @@ from scopelens.core.store.tables import (
 if TYPE_CHECKING:
     from scopelens.core.index.indexer import IndexReport, LiveDocument
 
-WRITE_CACHE_KIB = 8 * 1024
+WRITE_CACHE_KIB = 4 * 1024
 """SQLite page cache of a connection that writes a segment (the default is 2 MiB)."""
-SEGMENT_BYTES = 2_000_000
+SEGMENT_BYTES = 1_000_000
 """A segment is written once its files hold about this many bytes: the bound on what the
 indexing process keeps of a run (about 5 MiB of chunks and counts per MB of source)."""
 

@@ -192,10 +192,12 @@ class _Expansions:
     Two generations of at most ``LIMIT`` words each: a word looked up moves to the recent
     one, and when that is full the older one is dropped. Words in use survive (a clear-all
     cache re-expanded 2.6 times as many words on the standard library), and memory stays
-    bounded on any corpus: about 10 MiB. Words are expanded without ``_expand``'s cache (which
+    bounded on any corpus: about 8 MiB (16 MiB at 25,000 words, measured with tracemalloc on
+    the standard library, for 10% fewer words expanded: 254k against 281k, 0.1 s); every preparing process, the indexing
+    one included, keeps one). Words are expanded without ``_expand``'s cache (which
     serves queries): a preparing worker would otherwise keep every distinct word twice."""
 
-    LIMIT = 25_000
+    LIMIT = 12_500
 
     def __init__(self) -> None:
         self.recent: dict[str, tuple[str, ...]] = {}

@@ -94,3 +94,19 @@ def test_index_command_loads_no_audit_or_record_machinery(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert result.stdout.strip().splitlines()[-1] == "loaded:"
+
+
+def test_mcp_and_opentelemetry_are_imported_only_by_their_commands(tmp_path):
+    """The optional extras load with ``scopelens mcp`` and ``scopelens export otel`` alone: the
+    CLI's parser (every command's), a retrieval and a replay never import them."""
+    code = (
+        "import sys\n"
+        "from scopelens.core.cli import build_parser, main\n"
+        "build_parser()\n"
+        "main(['sessions', '--db', 'x.db', '--json'])\n"
+        "import scopelens.core.clients.scoped_tools, scopelens.core.commands.mcp_commands\n"
+        "print('loaded:' + ','.join(sorted({n.split('.')[0] for n in sys.modules if n.split('.')[0] in\n"
+        "                                   ('mcp', 'mcp_types', 'opentelemetry')})))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert result.stdout.strip().splitlines()[-1] == "loaded:", result.stderr[-2000:]

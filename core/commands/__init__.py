@@ -19,6 +19,7 @@ COMMAND_MODULE_NAMES = (
     "record_commands",
     "import_commands",
     "inspect_commands",
+    "mcp_commands",
 )
 """Every command module, in the order their sub-commands are listed in ``--help``."""
 
@@ -38,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "why-not": "audit_commands",
     "rebuild": "audit_commands",
     "record": "record_commands",
+    "mcp": "mcp_commands",
     "demo": "record_commands",
     "import": "import_commands",
     "inspect": "inspect_commands",

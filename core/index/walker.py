@@ -78,6 +78,8 @@ class WalkResult:
     files: list[WalkedFile] = field(default_factory=list)
     skipped: list[SkippedPath] = field(default_factory=list)
     ignored_count: int = 0
+    directories: list[str] = field(default_factory=list)
+    """The directories walked (``""`` for the root, else ``a/b/``), in the order entered."""
 
 
 def walk_workspace(root: Path, *, max_bytes: int = 1_000_000) -> WalkResult:
@@ -88,6 +90,7 @@ def walk_workspace(root: Path, *, max_bytes: int = 1_000_000) -> WalkResult:
     files: list[WalkedFile] = []
     skipped: list[SkippedPath] = []
     ignored = 0
+    directories: list[str] = []
     # Ignore layers, most authoritative first: .scopelens/ignore, then the deepest .gitignore.
     scopelens_spec = _load_spec(root / ".scopelens" / "ignore", ".scopelens/ignore", skipped)
     stack: list[tuple[str, Path, list[tuple[str, GitIgnoreSpec]]]] = [("", root, [])]
@@ -102,6 +105,7 @@ def walk_workspace(root: Path, *, max_bytes: int = 1_000_000) -> WalkResult:
         except OSError as exc:
             skipped.append(SkippedPath(rel_dir or ".", "unreadable", _os_error(exc)))
             continue
+        directories.append(rel_dir)
         subdirs = []
         for entry in entries:
             rel = f"{rel_dir}{entry.name}"
@@ -136,7 +140,7 @@ def walk_workspace(root: Path, *, max_bytes: int = 1_000_000) -> WalkResult:
         stack.extend(reversed(subdirs))
     files.sort(key=lambda f: f.rel_path)
     skipped.sort(key=lambda s: s.rel_path)
-    return WalkResult(files, skipped, ignored)
+    return WalkResult(files, skipped, ignored, directories)
 
 
 def resolve_inside(root: Path, rel: str) -> Path:

@@ -50,6 +50,7 @@ TIME_LIKE = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\b\d\d:\d\d:\d\d\b")
 NOT_RUN_HERE = {
     "demo": "builds the sample store in the data directory: tests/record/test_demo.py runs it",
     "inspect": "opens the inspector: tests/inspector covers what it shows",
+    "mcp": "serves MCP over stdio until its client leaves: tests/clients/test_mcp_server.py runs it over stdio",
 }
 
 

@@ -20,6 +20,7 @@ COMMAND_MODULE_NAMES = (
     "import_commands",
     "inspect_commands",
     "mcp_commands",
+    "export_commands",
 )
 """Every command module, in the order their sub-commands are listed in ``--help``."""
 
@@ -40,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "rebuild": "audit_commands",
     "record": "record_commands",
     "mcp": "mcp_commands",
+    "export": "export_commands",
     "demo": "record_commands",
     "import": "import_commands",
     "inspect": "inspect_commands",

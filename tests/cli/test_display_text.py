@@ -51,6 +51,7 @@ NOT_RUN_HERE = {
     "demo": "builds the sample store in the data directory: tests/record/test_demo.py runs it",
     "inspect": "opens the inspector: tests/inspector covers what it shows",
     "mcp": "serves MCP over stdio until its client leaves: tests/clients/test_mcp_server.py runs it over stdio",
+    "export": "writes OTLP/JSON spans, not display text: tests/clients/test_otel_export.py runs it",
 }
 
 

@@ -58,6 +58,26 @@ def flat(attributes: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def print_traces(spans: list[dict[str, Any]]) -> None:
+    """Each trace as Phoenix holds it: the spans under their parents, with their kind."""
+    context = {span["context"]["span_id"]: span for span in spans if span.get("context")}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for span in spans:
+        parent = span.get("parent_id")
+        children.setdefault(parent if parent in context else None, []).append(span)
+
+    def show(span: dict[str, Any], depth: int) -> None:
+        documents = flat(span.get("attributes") or {}).get("gen_ai.retrieval.documents")
+        count = f" ({len(json.loads(documents))} documents)" if documents else ""
+        print(f"{'  ' * depth}{span.get('span_kind', '')[:8]:<8} {span.get('name')}{count}")
+        for child in sorted(children.get(span["context"]["span_id"], []), key=lambda s: s.get("start_time", "")):
+            show(child, depth + 1)
+
+    for root in sorted(children.get(None, []), key=lambda s: s.get("start_time", "")):
+        print(f"trace {root['context']['trace_id']}")
+        show(root, 1)
+
+
 def wait_until_up(url: str, process: subprocess.Popen[bytes], seconds: float = 180.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -118,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             matched = sum(retrievals.get(snapshot) == documents for snapshot, documents in expected.items())
             print(f"read back {len(spans)} spans through phoenix.client; {len(retrievals)} retrieval spans; "
                   f"{matched}/{len(expected)} snapshots arrived as retrieval spans with their documents")
+            print_traces(spans)
             if args.keep:
                 print(f"Phoenix keeps running at {base} (Ctrl-C to stop)")
                 server.wait()

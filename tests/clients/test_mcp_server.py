@@ -22,16 +22,20 @@ from mcp.client.stdio import StdioServerParameters
 
 from scopelens.core.clients.mcp_server import build_server
 from scopelens.core.clients.scoped_tools import ScopedTools, ServerScope
+from scopelens.core.contracts import MemoryRecord
 from scopelens.core.index.indexer import index_workspace
+from scopelens.core.memory import seed_memories
 from scopelens.core.pipeline.policy import Policy, VisibilityRule
 from scopelens.core.store.store import Store
-from scopelens.core.vocab import EventType, Source, Visibility
-from tests.support.workspaces import write
+from scopelens.core.vocab import EventType, MemoryStatus, Source, Visibility
+from tests.support.workspaces import T0, write
 
 CANARIES = {
     "runtime": "canaryruntime017zq",
     "denied": "canarydenied042zq",
     "project": "canaryproject099zq",
+    "candidate": "canarycandidate123zq",
+    "private": "canaryprivate456zq",
 }
 POLICY = Policy(
     visibility=(VisibilityRule(glob="secret/*", visibility=Visibility.RUNTIME_ONLY),),
@@ -56,6 +60,12 @@ def served(tmp_path: Path) -> Iterator[ScopedTools]:
     db = tmp_path / "store.db"
     with Store.open(str(db), create=True) as store:
         index_workspace(store, other, project="elsewhere", branch="main", workers=0)
+        seed_memories(store, [
+            MemoryRecord(id="m-cand", project="own", content=f"session token refresh {CANARIES['candidate']}",
+                         status=MemoryStatus.CANDIDATE, valid_from=T0),
+            MemoryRecord(id="m-priv", project="own", content=f"session token refresh {CANARIES['private']}",
+                         status=MemoryStatus.PRIVATE, private_to="someone-else", valid_from=T0),
+        ])
         tools = ScopedTools(store, ServerScope(workspace=workspace.resolve(), project="own", branch="main",
                                                policy=POLICY, db=str(db), max_tokens=800))
         tools.refresh_index()

@@ -89,3 +89,44 @@ def test_an_unknown_session_is_one_line_and_no_file(recorded, tmp_path: Path, ca
     out = tmp_path / "none.jsonl"
     assert main(["export", "otel", "--db", db, "--session", "s-nope", "--out", str(out)]) != 0
     assert "s-nope" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_endpoint_receives_protobuf_requests_that_parse(recorded, tmp_path: Path) -> None:
+    """``--endpoint`` posts OTLP/HTTP protobuf to ``…/v1/traces``: a local receiver parses it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received: list[tuple[str, str, bytes]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, self.headers["Content-Type"], body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        db, sessions = recorded
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        lines = exported(db, sessions, tmp_path / "sent.jsonl", "--endpoint", endpoint)
+    finally:
+        server.shutdown()
+    assert [(path, kind) for path, kind, _ in received] == [("/v1/traces", "application/x-protobuf")] * len(sessions)
+    for (_, _, body), line in zip(received, lines, strict=True):
+        message = ExportTraceServiceRequest.FromString(body)
+        assert message == json_format.ParseDict(protobuf_json(json.loads(line)), ExportTraceServiceRequest())
+
+
+def test_an_unreachable_endpoint_is_one_line(recorded, tmp_path: Path, capsys) -> None:
+    db, sessions = recorded
+    code = main(["export", "otel", "--db", db, "--session", sessions[0], "--endpoint", "http://127.0.0.1:9",
+                 "--out", str(tmp_path / "x.jsonl")])
+    assert code != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --endpoint http://127.0.0.1:9/v1/traces") and "\n" not in err

@@ -830,6 +830,10 @@ class DriftReport(Contract):
     engine_changed: bool
     index_changed: bool
     items: tuple[DriftItem, ...]
+    config_hash: str | None = None
+    """The hash of the engine configuration the run classified under (what the run row's
+    ``config_hash`` column says, inside the hashed body); ``None`` in runs recorded before it
+    was kept here."""
 
     def spans_places(self) -> bool:
         """Whether the items come from more than one branch or workspace root (then a

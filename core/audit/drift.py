@@ -454,7 +454,7 @@ def compute_drift(
             )
             confirmed = DriftReport.model_validate_json(as_bytes(last.body))
             return DriftOutcome(confirmed, "confirmed", confirmed_run_id=last.id, check_id=check_id, checked_at=now)
-        report = found.model_copy(update={"id": store.ids.new_id("drift")})
+        report = found.model_copy(update={"id": store.ids.new_id("drift"), "config_hash": config_hash})
         body = canonical_json(report)
         conn.add(
             DriftRunRow(

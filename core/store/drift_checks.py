@@ -14,8 +14,9 @@ import json
 
 from scopelens.core.hashing import document_hash
 
-RESULT_EXCLUDES: tuple[str, ...] = ("id", "created_at")
-"""The fields of a drift report that say which run it is, not what it found."""
+RESULT_EXCLUDES: tuple[str, ...] = ("id", "created_at", "config_hash")
+"""The fields of a drift report that say which run it is, not what it found (the configuration
+is part of the result hash on its own, so runs recorded before reports held it compare alike)."""
 
 
 def drift_result_hash(report_body: bytes, config_hash: str) -> str:

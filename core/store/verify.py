@@ -288,9 +288,7 @@ def _check_event(
         )
         if data.get(name) != column
     ]
-    if stored_time_or_none(row.created_at) is None or stored_time_or_none(row.created_at) != stored_time_or_none(
-        data.get("created_at")
-    ):
+    if _column_time(row.created_at) is None or _column_time(row.created_at) != stored_time_or_none(data.get("created_at")):
         mismatched.append("created_at")
     if mismatched:
         findings.add("changed", record, f"its columns disagree with its body: {', '.join(mismatched)}")
@@ -395,7 +393,7 @@ def _counters_differ(head: SessionHeadRow, chain: _ChainState) -> list[str]:
         differing.append(f"last_turn {head.last_turn} (the chain says {chain.max_turn})")
     if head.snapshot_count != chain.snapshots:
         differing.append(f"snapshot_count {head.snapshot_count} (the chain says {chain.snapshots})")
-    if stored_time_or_none(head.updated_at) != stored_time_or_none(chain.last_created_at):
+    if _column_time(head.updated_at) != stored_time_or_none(chain.last_created_at):
         differing.append("updated_at")
     return differing
 
@@ -407,7 +405,7 @@ def _header_differs(header: SessionRow, started: dict[str, Any]) -> list[str]:
         for name in ("project", "branch", "workspace_root", "title", "agent")
         if getattr(header, name) != started.get(name)
     ]
-    header_start = stored_time_or_none(header.created_at)
+    header_start = _column_time(header.created_at)
     if header_start is None or header_start != stored_time_or_none(started.get("created_at")):
         differing.append("created_at")
     return differing
@@ -458,7 +456,7 @@ def _snapshot_columns_differ(row: SnapshotRow, session_id: str, turn: int | None
         differing.append("session_id")
     if row.turn != turn:
         differing.append("turn")
-    if stored_time_or_none(row.created_at) is None or stored_time_or_none(row.created_at) != stored_time_or_none(created_at):
+    if _column_time(row.created_at) is None or _column_time(row.created_at) != stored_time_or_none(created_at):
         differing.append("created_at")
     return differing
 
@@ -506,14 +504,41 @@ def _check_drift_runs(conn: Session, findings: _Findings) -> None:
         differing = [column for column, field_name in _DRIFT_COLUMNS if getattr(row, column) != getattr(report, field_name)]
         if row.summary != report.summary():
             differing.append("summary")
-        if stored_time_or_none(row.created_at) != stored_time_or_none(stored_time(report.created_at)):
+        if _column_time(row.created_at) != stored_time_or_none(stored_time(report.created_at)):
             differing.append("created_at")
         if report.id != row.id:
             differing.append("id")
+        expected_config = report.config_hash or _pinned_config(conn, report)
+        if expected_config is not None and row.config_hash != expected_config:
+            differing.append("config_hash")
         if differing:
             findings.add("changed", record, f"its columns disagree with its report: {', '.join(differing)}")
         if row.snapshot_id not in snapshots:
             findings.add("deleted", f"snapshot {row.snapshot_id}", f"{record} is about it but it is missing")
+
+
+def _column_time(value: object) -> datetime | None:
+    """A time column as the store writes it (``stored_time``: fixed width, ``T``, microseconds,
+    ``Z``), else None: a lenient parse would let ``2026-01-05C09:00:00.000000Z`` pass as the
+    same moment, and a changed byte go unreported."""
+    moment = stored_time_or_none(value)
+    return moment if moment is not None and stored_time(moment) == value else None
+
+
+def _pinned_config(conn: Session, report: DriftReport) -> str | None:
+    """The configuration hash a run recorded before reports held it must have: the one its
+    snapshot pinned, when the report says the configuration had not changed. (When it had,
+    the old report does not say to what: the column is taken as it is.)"""
+    if report.config_changed:
+        return None
+    body = conn.execute(select(col(SnapshotRow.body)).where(col(SnapshotRow.id) == report.snapshot_id)).scalar()
+    if body is None:
+        return None  # a missing snapshot is reported on its own
+    try:
+        pins = AuditSnapshot.model_validate_json(as_bytes(body)).pins
+    except ValidationError:
+        return None  # so is a malformed one
+    return pins.config_hash if pins is not None else None
 
 
 @dataclass(frozen=True)
@@ -551,7 +576,7 @@ def _check_drift_checks(conn: Session, findings: _Findings) -> None:
                          f"its hash does not match its columns and the result of drift run {check.run_id}")
         if check.snapshot_id != run.snapshot_id:
             findings.add("changed", record, f"its snapshot_id is not that of drift run {check.run_id}")
-        checked_at = stored_time_or_none(check.checked_at)
+        checked_at = _column_time(check.checked_at)
         if checked_at is None or run.created_at is None or checked_at < run.created_at:
             findings.add("changed", record, f"its checked_at is before drift run {check.run_id} was recorded")
 

@@ -101,6 +101,18 @@ def test_snapshot_row_columns_are_checked(recorded, column, value):
     assert column in details(recorded)
 
 
+@pytest.mark.parametrize(
+    ("table", "column", "where"),
+    [("events", "created_at", "seq = 1"), ("sessions", "created_at", "id = 's-v'"),
+     ("session_heads", "updated_at", "session_id = 's-v'"), ("snapshots", "created_at", "id = 'snap-v'")],
+)
+def test_a_time_column_in_another_form_of_the_same_moment_is_named(recorded, table, column, where):
+    """``2026-02-02C09:00:00.000000Z`` parses as the same moment; it is still a changed byte."""
+    with tampering(recorded) as conn:
+        conn.execute(text(f"UPDATE {table} SET {column} = replace({column}, 'T', 'C') WHERE {where}"))
+    assert problems(recorded), (table, column)
+
+
 def test_an_event_time_column_is_checked(recorded):
     with tampering(recorded) as conn:
         conn.execute(text("UPDATE events SET created_at = '2031-01-01T00:00:00.000000Z' WHERE session_id = 's-v' AND seq = 1"))
@@ -136,6 +148,10 @@ def test_a_missing_artifact_blob_is_named(recorded):
         ("UPDATE drift_runs SET index_version = 'i'", "index_version"),
         ("UPDATE drift_runs SET hash = :zero", "do not match"),
         ("UPDATE drift_runs SET snapshot_id = 'snap-gone'", "snapshot_id"),
+        # a run recorded before reports held their configuration: the snapshot's pinned one
+        ("UPDATE drift_runs SET config_hash = 'x' || substr(config_hash, 2)", "config_hash"),
+        # one changed byte that a lenient time parser reads as the same moment
+        ("UPDATE drift_runs SET created_at = replace(created_at, 'T', 'C')", "created_at"),
     ],
 )
 def test_drift_runs_are_checked(recorded, statement, expected):

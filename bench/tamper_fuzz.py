@@ -1,0 +1,190 @@
+"""Random single-byte changes to an audit store, made through SQL with the triggers dropped:
+``verify`` must report every one, naming the record.
+
+Run ``python -m bench.tamper_fuzz [--changes 1000] [--seed 0]`` (SQLite). The store holds the
+four sample sessions recorded (events, snapshots and their candidate rows, blobs, session
+heads), a drift run of each of their first snapshots and a confirmation of it, and memory records with their version
+chains. Each change is made to a fresh copy of it:
+
+* a column value of one row of ``events``, ``snapshots``, ``snapshot_rows``, ``blobs``,
+  ``session_heads``, ``sessions``, ``drift_runs``, ``drift_checks`` or ``memory_versions``, chosen
+  at random (table, then row, then column);
+* one byte of it changed: a byte of a BLOB, a character of TEXT (to another printable
+  ASCII character), a digit of an INTEGER (its decimal form). NULLs and changes that leave
+  the value equal are drawn again.
+
+It prints, per table, how many changes were made and caught, and lists every one missed
+(with the row and column). CI runs a derandomized sample (``tests/store/test_tamper_fuzz.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from scopelens.core.audit.drift import compute_drift
+from scopelens.core.contracts import MemoryRecord
+from scopelens.core.memory import deprecate, import_memories, promote
+from scopelens.core.record.recorder import record_scripts
+from scopelens.core.store.store import Store
+from scopelens.core.store.verify import verify_store
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_sessions"
+TABLES = {
+    # table: the columns that name a row in verify's report
+    "events": ("session_id", "seq"),
+    "snapshots": ("id",),
+    "snapshot_rows": ("snapshot_id",),
+    "blobs": ("sha256",),
+    "session_heads": ("session_id",),
+    "sessions": ("id",),
+    "drift_runs": ("id", "snapshot_id"),
+    "drift_checks": ("id", "run_id"),
+    "memory_versions": ("memory_id",),
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    table: str
+    rowid: int
+    column: str
+    names: tuple[str, ...]
+    """The row's identifying values (any of them in a problem counts as naming it)."""
+    before: object
+    after: object
+
+    def describe(self) -> str:
+        return f"{self.table} row {self.rowid} ({', '.join(self.names)}) column {self.column}"
+
+
+def build_store(directory: Path) -> Path:
+    """The fuzzed store: sample sessions, drift runs and memory version chains."""
+    db = directory / "pristine.db"
+    (directory / "work").mkdir(parents=True, exist_ok=True)
+    record_scripts(sorted(p.parent for p in SAMPLES.glob("*/script.json")), db=str(db), workdir=directory / "work")
+    with Store.open(str(db)) as store:
+        for summary in store.list_sessions():
+            snapshots = store.snapshots_of(summary.header.id)
+            if snapshots:
+                compute_drift(store, snapshots[0].snapshot.id)
+                compute_drift(store, snapshots[0].snapshot.id)  # found again: a confirmation (drift_checks)
+        now = store.clock.now()
+        records = [MemoryRecord(id=f"fuzz-m{n}", project="billing-service", content=f"rounding note {n}: cents, not floats",
+                                valid_from=now - timedelta(days=1)) for n in range(3)]
+        import_memories(store, records)
+        promote(store, "fuzz-m0")
+        deprecate(store, "fuzz-m1")
+    with sqlite3.connect(db) as conn:  # one file to copy: no write-ahead log beside it
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode = DELETE")
+    return db
+
+
+def draw_change(db: Path, rng: random.Random) -> Change:
+    """A random single-byte change to one column value (not yet made)."""
+    with sqlite3.connect(db) as conn:
+        while True:
+            table = rng.choice(sorted(TABLES))
+            rowids = [r[0] for r in conn.execute(f"SELECT rowid FROM {table} ORDER BY rowid")]
+            if not rowids:
+                continue
+            rowid = rng.choice(rowids)
+            columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+            column = rng.choice(columns)
+            before = conn.execute(f'SELECT "{column}" FROM {table} WHERE rowid = ?', (rowid,)).fetchone()[0]
+            after = _one_byte_changed(before, rng)
+            if after is None or after == before:
+                continue
+            names = conn.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} WHERE rowid = ?", (rowid,)).fetchone()
+            return Change(table, rowid, column, tuple(str(n) for n in names), before, after)
+
+
+def _one_byte_changed(value: object, rng: random.Random) -> object | None:
+    if isinstance(value, bytes) and value:
+        at = rng.randrange(len(value))
+        return value[:at] + bytes([(value[at] + rng.randrange(1, 256)) % 256]) + value[at + 1 :]
+    if isinstance(value, str) and value:
+        at = rng.randrange(len(value))
+        replacement = chr(rng.randrange(33, 127))
+        return value[:at] + replacement + value[at + 1 :]
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = str(abs(value))
+        at = rng.randrange(len(digits))
+        changed = digits[:at] + str((int(digits[at]) + rng.randrange(1, 10)) % 10) + digits[at + 1 :]
+        return -int(changed) if value < 0 else int(changed)
+    return None
+
+
+def caught(pristine: Path, change: Change, scratch: Path) -> tuple[bool, str] | None:
+    """Make ``change`` on a copy (triggers dropped); whether verify names its row, and how.
+    ``None`` when the database itself refuses the change (a unique key would repeat)."""
+    shutil.copyfile(pristine, scratch)
+    with sqlite3.connect(scratch) as conn:
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+            conn.execute(f'DROP TRIGGER "{name}"')
+        try:
+            conn.execute(f'UPDATE {change.table} SET "{change.column}" = ? WHERE rowid = ?',
+                         (change.after, change.rowid))
+        except sqlite3.IntegrityError:
+            return None
+    try:
+        with Store.open(str(scratch), read_only=True) as store:
+            problems = verify_store(store).problems
+    except Exception as exc:  # noqa: BLE001 (a store that no longer opens is caught, loudly)
+        return True, f"refused to open: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    text = " ".join(f"{p.record} {p.detail}" for p in problems)
+    # verify shows long ids (blob hashes) by their first 16 characters and an ellipsis
+    named = [n for n in (*change.names, str(change.after)) if n and (n in text or f"{n[:16]}…" in text)]
+    return bool(problems and named), "; ".join(f"{p.kind} {p.record}" for p in problems[:3])
+
+
+def run(changes: int, seed: int, directory: Path) -> tuple[Counter[str], Counter[str], list[str]]:
+    pristine = build_store(directory)
+    with Store.open(str(pristine), read_only=True) as store:
+        assert not verify_store(store).problems, "the pristine store must verify clean"
+    rng = random.Random(seed)
+    made: Counter[str] = Counter()
+    found: Counter[str] = Counter()
+    missed: list[str] = []
+    while sum(made.values()) < changes:
+        change = draw_change(pristine, rng)
+        outcome = caught(pristine, change, directory / "scratch.db")
+        if outcome is None:
+            continue
+        made[change.table] += 1
+        ok, how = outcome
+        if ok:
+            found[change.table] += 1
+        else:
+            missed.append(f"{change.describe()}: {change.before!r:.60} -> {change.after!r:.60} ({how or 'no problem'})")
+    return made, found, missed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--changes", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        made, found, missed = run(args.changes, args.seed, Path(tmp))
+    print("| table | changes | reported, naming the row |")
+    print("|---|---:|---:|")
+    for table in sorted(made):
+        print(f"| {table} | {made[table]} | {found[table]} |")
+    print(f"| all | {sum(made.values())} | {sum(found.values())} |")
+    for line in missed:
+        print("MISSED", line)
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,10 +12,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from scopelens.core import __version__
 from scopelens.core.commands import COMMAND_MODULE_NAMES, COMMANDS, command_modules
 from scopelens.core.errors import ScopelensError, StoreUnavailableError
+from scopelens.core.textsafety import escape_controls
 
 DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
 
@@ -23,6 +25,15 @@ DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
 def store_url(explicit: str | None) -> str:
     """Store selection: ``--db`` > ``$SCOPELENS_DB`` > ``./.scopelens/scopelens.db``."""
     return explicit or os.environ.get("SCOPELENS_DB") or str(DEFAULT_STORE)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with the user's words in its error line escaped: an argument holding a carriage
+    return or an escape sequence would otherwise rewrite the terminal line it is echoed on."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {escape_controls(message, backslash=False)}\n")
 
 
 def build_parser(modules: tuple[str, ...] = COMMAND_MODULE_NAMES) -> argparse.ArgumentParser:
@@ -35,7 +46,7 @@ def build_parser(modules: tuple[str, ...] = COMMAND_MODULE_NAMES) -> argparse.Ar
         help="store path or SQLAlchemy URL (default: $SCOPELENS_DB, else ./.scopelens/scopelens.db)",
     )
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="scopelens",
         description="Scoped retrieval for coding agents, with audit snapshots you can inspect.",
         parents=[common],
@@ -61,6 +72,9 @@ def _command_of(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
     arguments = sys.argv[1:] if argv is None else list(argv)
+    if any("\x00" in argument for argument in arguments):  # no path or id holds one; os calls refuse it
+        print("error: an argument holds a NUL byte", file=sys.stderr)
+        return 2
     command = _command_of(arguments)
     parser = build_parser((COMMANDS[command],) if command in COMMANDS else COMMAND_MODULE_NAMES)
     args = parser.parse_args(arguments)
@@ -73,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         hint = _demo_hint() if defaulted and isinstance(exc, StoreUnavailableError) else ""
-        print(f"error: {exc}{hint}", file=sys.stderr)
+        print(f"error: {escape_controls(str(exc), backslash=False)}{hint}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -34,15 +34,16 @@ def _escaped(char: str) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-def escape_controls(text: str) -> str:
+def escape_controls(text: str, *, backslash: bool = True) -> str:
     """``text`` with every character Python does not call printable (controls, separators,
     format characters, surrogates, unassigned code points, spaces other than U+0020) and the
-    backslash written as an escape: the result is one printable line that says what it holds."""
-    if text.isprintable() and "\\" not in text:
+    backslash written as an escape: the result is one printable line that says what it holds.
+    ``backslash=False`` leaves backslashes (for messages whose values are ``repr``'d already)."""
+    if text.isprintable() and not (backslash and "\\" in text):
         return text  # the common case: nothing to do
     out = []
     for char in text:
-        if char == "\\":
+        if char == "\\" and backslash:
             out.append("\\\\")
         elif not char.isprintable():
             out.append(_escaped(char))

@@ -109,7 +109,10 @@ class ScopedTools:
         """A scoped retrieval; its snapshot is written before this returns."""
         self.refuse_widening("retrieve", arguments, RETRIEVE_ARGUMENTS)
         session_id = self._session_for(arguments.get("session_id"))
-        max_tokens = arguments.get("max_tokens") or self.scope.max_tokens
+        max_tokens = arguments.get("max_tokens")
+        max_tokens = self.scope.max_tokens if max_tokens is None else _given(max_tokens, int, "max_tokens")
+        if max_tokens < 1:
+            raise InvalidInputError(f"max_tokens must be positive, not {max_tokens}")
         if max_tokens > self.scope.max_tokens:
             self._refuse(session_id, "retrieve", arguments,
                          f"max_tokens {max_tokens} is more than this server's budget of {self.scope.max_tokens}")
@@ -121,7 +124,7 @@ class ScopedTools:
                 anchors=Anchors.model_validate(arguments.get("anchors") or {}),
                 required_evidence=tuple(EvidenceKind(k) for k in arguments.get("required_evidence") or ()),
             )
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, TypeError, ValidationError) as exc:
             raise InvalidInputError(f"retrieve: {_first_line(exc)}") from None
         self.refresh_index()
         scope = RetrievalScope(
@@ -194,10 +197,13 @@ class ScopedTools:
     # ------------------------------------------------------------------ the audit record
 
     def get_snapshot(self, snapshot_id: str) -> dict[str, Any]:
-        stored = self._snapshot(snapshot_id)
+        stored = self._snapshot(_given(snapshot_id, str, "snapshot_id"))
         return {"snapshot": json.loads(stored.body), "snapshot_hash": stored.content_hash}
 
     def replay(self, session_id: str, turn: int | None = None) -> dict[str, Any]:
+        _given(session_id, str, "session_id")
+        if turn is not None:
+            _given(turn, int, "turn")
         if not self._in_scope_session(session_id):
             raise UnknownIdError(f"no session {session_id!r} of project {self.scope.project!r} in this store")
         replayed = replay_session(self.store, session_id, turn=turn)
@@ -222,7 +228,7 @@ class ScopedTools:
     def drift(self, snapshot_id: str) -> dict[str, Any]:
         """The snapshot's plan against today's index; a changed item's text diff only where
         the policy lets its path be shown."""
-        self._snapshot(snapshot_id)
+        self._snapshot(_given(snapshot_id, str, "snapshot_id"))
         outcome = compute_drift(self.store, snapshot_id)
         report = outcome.report.model_dump(mode="json")
         for item in report["items"]:
@@ -232,9 +238,9 @@ class ScopedTools:
 
     def why_not(self, snapshot_id: str, query: Mapping[str, str | None]) -> dict[str, Any]:
         given = [(kind, value) for kind, value in query.items() if value is not None]
-        if len(given) != 1 or given[0][0] not in QUERY_KINDS:
-            raise InvalidInputError("why_not needs exactly one of path, symbol or text")
-        self._snapshot(snapshot_id)
+        if len(given) != 1 or given[0][0] not in QUERY_KINDS or not isinstance(given[0][1], str):
+            raise InvalidInputError("why_not needs exactly one of path, symbol or text (a string)")
+        self._snapshot(_given(snapshot_id, str, "snapshot_id"))
         kind, value = given[0]
         return why_not(self.store, snapshot_id, kind, value).model_dump(mode="json")  # type: ignore[arg-type]
 
@@ -249,7 +255,8 @@ class ScopedTools:
     def search(self, query: str, top_k: int = 10) -> dict[str, Any]:
         """Chunks of this project's workspace by BM25, with a few lines of each the policy lets
         the model see (unlike ``scopelens search``, which is for debugging and shows all)."""
-        if not 1 <= top_k <= 50:
+        _given(query, str, "query")
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 50:
             raise InvalidInputError("top_k must be between 1 and 50")
         terms = [(term, 1.0) for term in tokenize(query)]
         if not terms:
@@ -278,6 +285,13 @@ class ScopedTools:
     def _shown(self, path: str | None) -> bool:
         rules = self.scope.policy.rules_for(path)
         return rules.visibility in SHOWN_VISIBILITY and not rules.missing_grants(())
+
+
+def _given(value: Any, kind: type, name: str) -> Any:
+    """``value`` if it is a ``kind`` (a tool's argument, as a client sent it), else a one-line error."""
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise InvalidInputError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+    return value
 
 
 def _jsonable(value: object) -> bool:

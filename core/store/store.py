@@ -38,6 +38,7 @@ from scopelens.core.contracts import (
 )
 from scopelens.core.errors import (
     ImmutableRecordError,
+    IntegrityError,
     InvalidInputError,
     NewerSchemaError,
     NotAScopelensStoreError,
@@ -286,6 +287,7 @@ class Store:
                 raise StoreNotWritableError(
                     f"cannot write to store {display_url(self.url)}: {_first_line(exc)}"
                 ) from None
+            self._raise_if_damaged(exc)
             raise
 
     @contextmanager
@@ -311,8 +313,19 @@ class Store:
         connection = self.engine.connect()
         if self.dialect == "postgresql":
             connection = connection.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-        with connection as conn, conn.begin(), Session(bind=conn) as session:
-            yield session
+        try:
+            with connection as conn, conn.begin(), Session(bind=conn) as session:
+                yield session
+        except DBAPIError as exc:
+            self._raise_if_damaged(exc)
+            raise
+
+    def _raise_if_damaged(self, exc: DBAPIError) -> None:
+        """A SQLite file damaged past reading (cut short, overwritten) fails at whichever page a
+        query reaches, not when it opens: say so in one line, as an integrity error."""
+        message = str(exc.orig).lower()
+        if self.dialect == "sqlite" and any(sign in message for sign in _DAMAGE_SIGNS):
+            raise IntegrityError(f"store {display_url(self.url)} is damaged: {_first_line(exc)}") from None
 
     @contextmanager
     def index_run_lock(self) -> Iterator[None]:
@@ -751,6 +764,10 @@ def _denies_writing(exc: DBAPIError) -> bool:
     if sqlite_name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")):
         return True
     return getattr(original, "sqlstate", None) in _READ_ONLY_SQLSTATES
+
+
+_DAMAGE_SIGNS = ("malformed", "not a database", "disk image", "corrupt", "could not decode")
+"""What SQLite says when a database file's pages cannot be read as a database."""
 
 
 def _first_line(exc: BaseException) -> str:

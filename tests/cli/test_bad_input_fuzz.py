@@ -219,15 +219,21 @@ def test_an_argument_echoed_in_an_error_cannot_rewrite_the_terminal_line(store: 
     assert code == 2 and "\r" not in err and "\\x0d" in err
 
 
-def test_a_store_damaged_in_its_last_pages_is_one_line(tmp_path: Path) -> None:
-    """The pages opening reads are whole, so the store opens; the damage shows at whichever page
-    a query reaches (``database disk image is malformed``): one line, exit 3, the file untouched."""
+def recorded_store(tmp_path: Path) -> Path:
+    """A store with one recorded sample session, in ``tmp_path``."""
     from scopelens.core.record.recorder import record_scripts
 
     (tmp_path / "work").mkdir()
     db = tmp_path / "store.db"
     record_scripts([Path(__file__).resolve().parents[2] / "sample_sessions" / "billing-cents-time"],
                    db=str(db), workdir=tmp_path / "work")
+    return db
+
+
+def test_a_store_damaged_in_its_last_pages_is_one_line(tmp_path: Path) -> None:
+    """The pages opening reads are whole, so the store opens; the damage shows at whichever page
+    a query reaches (``database disk image is malformed``): one line, exit 3, the file untouched."""
+    db = recorded_store(tmp_path)
     with contextlib.closing(sqlite3.connect(db)) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         page = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -250,12 +256,7 @@ def test_a_nul_byte_in_an_argument_is_one_line(argv: list[str]) -> None:
 def test_a_column_that_is_not_utf8_is_a_damaged_store(tmp_path: Path) -> None:
     """Found by the 10,000-example run: a text column whose bytes are not UTF-8 (a flipped byte in
     a page) raised sqlite3's ``Could not decode to UTF-8`` from verify."""
-    from scopelens.core.record.recorder import record_scripts
-
-    (tmp_path / "work").mkdir()
-    db = tmp_path / "store.db"
-    record_scripts([Path(__file__).resolve().parents[2] / "sample_sessions" / "billing-cents-time"],
-                   db=str(db), workdir=tmp_path / "work")
+    db = recorded_store(tmp_path)
     with contextlib.closing(sqlite3.connect(db)) as conn:
         conn.execute("DROP TRIGGER IF EXISTS blobs_no_update")
         conn.execute("UPDATE blobs SET sha256 = CAST(X'ff' || CAST(sha256 AS BLOB) AS TEXT) WHERE rowid = 1")

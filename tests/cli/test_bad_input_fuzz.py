@@ -49,6 +49,15 @@ COMMANDS = ["sessions", "show", "verify", "checkpoint", "migrate", "index", "com
             "replay", "drift", "why-not", "rebuild", "record", "import", "export"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def scratch_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every command runs in an empty working directory: a fuzzed ``--db NAME`` or ``index ""``
+    would otherwise create stores, or index, where the tests were started (a checkout)."""
+    scratch = tmp_path_factory.mktemp("cwd")
+    with contextlib.chdir(scratch):
+        yield scratch
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("fuzz")

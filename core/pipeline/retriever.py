@@ -58,7 +58,7 @@ from scopelens.core.pipeline.scope import resolve_scope
 from scopelens.core.pipeline.trim import fit_to_budget
 from scopelens.core.redact import redact_document
 from scopelens.core.store.store import COUNTERFACTUAL_ID_PREFIX, Store
-from scopelens.core.store.tables import IndexRunRow, SessionHeadRow
+from scopelens.core.store.tables import IndexRunRow
 from scopelens.core.vocab import EvidenceKind, MergePolicy, SnapshotKind, Stage, SubQueryIntent
 
 RANKED_LIMIT = 100
@@ -310,7 +310,7 @@ class Retriever:
             kind=kind,
             id=snapshot_id,
             session_id=session_id,
-            turn=turn if turn is not None else self._current_turn(session_id),
+            turn=turn if turn is not None else 1,  # none given: decided as it is written, below
             model_request_id=model_request_id,
             created_at=now,
             intent=intent,
@@ -348,13 +348,12 @@ class Retriever:
             pins=self._pins(scope),
             missing_evidence=tuple(missing),
         )
-        snapshot_hash = self.store.write_snapshot(snapshot, block, blobs=[canonical_json(self.policy)])
+        policy_blob = canonical_json(self.policy)
+        if turn is None:
+            snapshot, snapshot_hash = self.store.write_snapshot_at_next_turn(snapshot, block, blobs=[policy_blob])
+        else:
+            snapshot_hash = self.store.write_snapshot(snapshot, block, blobs=[policy_blob])
         return RetrievalObservation(session_id, snapshot_id, snapshot_hash, block, snapshot)
-
-    def _current_turn(self, session_id: str) -> int:
-        with self.store.read() as conn:
-            head = conn.exec(select(SessionHeadRow).where(col(SessionHeadRow.session_id) == session_id)).first()
-        return max(head.last_turn if head else 0, 1)
 
     def _pins(self, scope: RetrievalScope) -> Pins:
         return current_pins(self.store, scope, self.policy, self.engine_version)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, func, inspect, text, update
+from sqlalchemy import Engine, TextClause, func, inspect, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -110,6 +110,48 @@ class StoredSnapshot:
     snapshot: AuditSnapshot
     content_hash: str
     body: bytes
+
+
+@dataclass(frozen=True)
+class ChainHeads:
+    """Both chain heads as an append reads them under the store-head lock."""
+
+    store_seq: int
+    store_hash: str
+    session_seq: int
+    session_hash: str
+    last_turn: int
+    snapshot_count: int
+    last_snapshot_turn: int
+    """The highest turn of the session's snapshots (0 when it has none)."""
+
+
+_SESSION_HEAD_COLUMNS = (
+    "h.head_seq, h.head_hash, h.last_turn, h.snapshot_count,"
+    " COALESCE((SELECT max(turn) FROM snapshots WHERE session_id = :sid), 0)"
+)
+_LOCK_STORE_HEAD = text("SELECT store_seq, head_hash FROM store_head WHERE id = 1 FOR UPDATE")
+_READ_SESSION_HEAD = text(f"SELECT {_SESSION_HEAD_COLUMNS} FROM session_heads h WHERE h.session_id = :sid")
+_READ_BOTH_HEADS = text(
+    f"SELECT s.store_seq, s.head_hash, {_SESSION_HEAD_COLUMNS} FROM store_head s, session_heads h"
+    " WHERE s.id = 1 AND h.session_id = :sid"
+)
+_INSERT_EVENT = (
+    "INSERT INTO events (session_id, seq, store_seq, turn, type, created_at, body, hash)"
+    " VALUES (:session_id, :seq, :store_seq, :turn, :type, :created_at, :body, :hash)"
+)
+_MOVE_SESSION_HEAD = (
+    "UPDATE session_heads SET head_seq = :seq, head_hash = :hash, last_turn = :last_turn,"
+    " snapshot_count = :snapshot_count, updated_at = :created_at WHERE session_id = :session_id"
+)
+_MOVE_STORE_HEAD = "UPDATE store_head SET store_seq = :store_seq, head_hash = :store_hash WHERE id = 1"
+_LINK_STATEMENTS: dict[bool, tuple[TextClause, ...]] = {
+    # SQLite runs in the process: three statements cost no round trips.
+    False: (text(_INSERT_EVENT), text(_MOVE_SESSION_HEAD), text(_MOVE_STORE_HEAD)),
+    # PostgreSQL: one round trip while the lock is held, not three.
+    True: (text(f"WITH new_event AS ({_INSERT_EVENT}), session_link AS ({_MOVE_SESSION_HEAD}) {_MOVE_STORE_HEAD}"),),
+}
+"""An appended event's row and both heads moved to it; keyed by 'is PostgreSQL'."""
 
 
 def stored_time_or_none(value: object) -> datetime | None:
@@ -409,10 +451,30 @@ class Store:
         """Append one event to a session's chain, safely under concurrent writers.
 
         ``turn`` defaults to the session's current turn; a ``user.message`` opens the next.
+        The payload is checked before the transaction: only the links are made under the lock.
         """
+        checked = checked_payload(event_type, payload)
         with self.write() as conn:
-            self._lock_store_head(conn)
-            return self._append_in(conn, session_id, event_type, payload, turn=turn, created_at=created_at)
+            return self._append_in(conn, session_id, event_type, checked, turn=turn, created_at=created_at, checked=True)
+
+    def _lock_heads(self, conn: Session, session_id: str) -> ChainHeads:
+        """Take the store-head lock, then read both chain heads.
+
+        Every append runs this first, so the lock is held for this, the links' hashes, one
+        write statement on PostgreSQL (``_LINK_STATEMENTS``) and the commit. On PostgreSQL the
+        session head is read by a second statement: one that waited for the lock would see the
+        session head of its start (only rows it locks are read again), a link behind."""
+        connection = conn.connection()
+        if self.dialect == "postgresql":
+            store_seq, store_hash = connection.execute(_LOCK_STORE_HEAD).one()
+            row = connection.execute(_READ_SESSION_HEAD, {"sid": session_id}).first()
+            heads = None if row is None else (store_seq, store_hash, *row)
+        else:  # the transaction holds SQLite's write lock from its BEGIN IMMEDIATE
+            row = connection.execute(_READ_BOTH_HEADS, {"sid": session_id}).first()
+            heads = None if row is None else tuple(row)
+        if heads is None:
+            raise UnknownIdError(f"no session {session_id!r} in this store")
+        return ChainHeads(*heads)
 
     def _append_in(
         self,
@@ -423,45 +485,35 @@ class Store:
         *,
         turn: int | None,
         created_at: datetime | None,
+        checked: bool = False,
+        heads: ChainHeads | None = None,
     ) -> Event:
-        """Append inside a transaction that already holds the store-head lock."""
-        checked = checked_payload(event_type, payload)
-        head = conn.exec(select(SessionHeadRow).where(col(SessionHeadRow.session_id) == session_id)).first()
-        if head is None:
-            raise UnknownIdError(f"no session {session_id!r} in this store")
-        store_seq, store_head = self._lock_store_head(conn)
+        """Append inside a write transaction (``heads``: already locked and read by it)."""
+        dumped = payload if checked and isinstance(payload, dict) else checked_payload(event_type, payload)
+        if heads is None:
+            heads = self._lock_heads(conn, session_id)
         if turn is None:
-            turn = head.last_turn + 1 if event_type == EventType.USER_MESSAGE else head.last_turn
+            turn = heads.last_turn + 1 if event_type == EventType.USER_MESSAGE else heads.last_turn
         event = Event(
             session_id=session_id,
-            seq=head.head_seq + 1,
-            store_seq=store_seq + 1,
+            seq=heads.session_seq + 1,
+            store_seq=heads.store_seq + 1,
             turn=turn,
             type=EventType(event_type),
             created_at=created_at or self.clock.now(),
-            payload=checked,
-            prev_hash=head.head_hash,
+            payload=dumped,
+            prev_hash=heads.session_hash,
         )
         row = event_row(event)
-        event_hash = row["hash"]
-        conn.execute(table_of(EventRow).insert().values(**row))
-        conn.execute(
-            update(SessionHeadRow)
-            .where(col(SessionHeadRow.session_id) == session_id)
-            .values(
-                head_seq=event.seq,
-                head_hash=event_hash,
-                last_turn=turn_count((head.last_turn, turn)),
-                snapshot_count=head.snapshot_count
-                + (1 if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED else 0),
-                updated_at=stored_time(event.created_at),
-            )
+        params = dict(
+            row,
+            last_turn=turn_count((heads.last_turn, turn)),
+            snapshot_count=heads.snapshot_count + (1 if event.type == EventType.RETRIEVAL_SNAPSHOT_CREATED else 0),
+            store_hash=store_chain_next(heads.store_hash, row["hash"]),
         )
-        conn.execute(
-            update(StoreHeadRow)
-            .where(col(StoreHeadRow.id) == 1)
-            .values(store_seq=event.store_seq, head_hash=store_chain_next(store_head, event_hash))
-        )
+        connection = conn.connection()
+        for statement in _LINK_STATEMENTS[self.dialect == "postgresql"]:
+            connection.execute(statement, params)
         return event
 
     # ------------------------------------------------------------------ blobs
@@ -499,11 +551,40 @@ class Store:
 
         Returns the snapshot's content hash (SHA-256 of its stored bytes).
         """
+        return self._write_snapshot(snapshot, context_block, blobs, document, next_turn=False)[1]
+
+    def write_snapshot_at_next_turn(
+        self, snapshot: AuditSnapshot, context_block: str, *, blobs: Sequence[bytes] = ()
+    ) -> tuple[AuditSnapshot, str]:
+        """``write_snapshot`` for a retrieval that names no turn: its turn is decided inside the
+        write transaction, under the store-head lock, so concurrent retrievals into one session
+        get distinct turns in the order they commit. It is the session's current turn when no
+        snapshot has it yet (a retrieval answering the latest user message), else the next one.
+
+        Returns the snapshot as stored (with that turn) and its content hash."""
+        return self._write_snapshot(snapshot, context_block, blobs, None, next_turn=True)
+
+    def _write_snapshot(
+        self,
+        snapshot: AuditSnapshot,
+        context_block: str,
+        blobs: Sequence[bytes],
+        document: bytes | None,
+        *,
+        next_turn: bool,
+    ) -> tuple[AuditSnapshot, str]:
         block, body, content_hash = self._checked_snapshot(snapshot, context_block, document)
         with self.write() as conn:
-            self._lock_store_head(conn)
-            self._write_snapshot_in(conn, snapshot, block, blobs, body, content_hash)
-        return content_hash
+            # Content first: it links to nothing, so other appends need not wait for it.
+            self._write_snapshot_content(conn, snapshot, block, blobs)
+            heads = self._lock_heads(conn, snapshot.session_id)
+            if next_turn:
+                turn = heads.last_turn if heads.last_snapshot_turn < heads.last_turn else heads.last_turn + 1
+                snapshot = snapshot.model_copy(update={"turn": max(turn, 1)})
+                body = canonical_json(snapshot)
+                content_hash = sha256_hex(body)
+            self._write_snapshot_in(conn, snapshot, body, content_hash, heads)
+        return snapshot, content_hash
 
     def _checked_snapshot(
         self, snapshot: AuditSnapshot, context_block: str, document: bytes | None
@@ -522,10 +603,10 @@ class Store:
         refuse_secrets(f"snapshot {snapshot.id} context block", context_block)
         return block, body, sha256_hex(body)
 
-    def _write_snapshot_in(
-        self, conn: Session, snapshot: AuditSnapshot, block: bytes, blobs: Sequence[bytes], body: bytes, content_hash: str
+    def _write_snapshot_content(
+        self, conn: Session, snapshot: AuditSnapshot, block: bytes, blobs: Sequence[bytes]
     ) -> None:
-        """Write a checked snapshot inside a transaction that holds the store-head lock."""
+        """A snapshot's blobs and candidate rows: everything of it that no chain links to."""
         self._put_blob_in(conn, block)
         for extra in blobs:
             self._put_blob_in(conn, extra)
@@ -534,6 +615,17 @@ class Store:
         if policy is not None and conn.execute(stored_policy).first() is None:
             # Drift re-runs a snapshot under its recorded policy: without it, it could not.
             raise InvalidInputError(f"snapshot {snapshot.id}: its policy (blob {policy[:12]}…) is neither given nor stored")
+        rows = snapshot_candidate_rows(snapshot)
+        if rows:
+            try:
+                conn.execute(table_of(SnapshotCandidateRow).insert(), rows)
+            except SAIntegrityError:
+                raise InvalidInputError(f"snapshot {snapshot.id} already exists") from None
+
+    def _write_snapshot_in(
+        self, conn: Session, snapshot: AuditSnapshot, body: bytes, content_hash: str, heads: ChainHeads
+    ) -> None:
+        """Insert a snapshot's row and append its event, holding the store-head lock (``heads``)."""
         try:
             conn.execute(
                 table_of(SnapshotRow).insert().values(
@@ -547,9 +639,6 @@ class Store:
             )
         except SAIntegrityError:
             raise InvalidInputError(f"snapshot {snapshot.id} already exists") from None
-        rows = snapshot_candidate_rows(snapshot)
-        if rows:
-            conn.execute(table_of(SnapshotCandidateRow).insert(), rows)
         self._append_in(
             conn,
             snapshot.session_id,
@@ -563,6 +652,7 @@ class Store:
             ),
             turn=snapshot.turn,
             created_at=snapshot.created_at,
+            heads=heads,
         )
 
     def get_snapshot(self, snapshot_id: str) -> StoredSnapshot:

@@ -721,6 +721,7 @@ class Problem(Contract):
         "rewritten",
         "rolled-back",
         "bad-signature",
+        "interrupted",
     ]
     record: str
     """e.g. ``event s-1#4``, ``snapshot snap-2``, ``blob 3fa2…``, ``session s-1``."""
@@ -759,6 +760,9 @@ class VerifyReport(Contract):
     memory_versions: int = 0
     problems: tuple[Problem, ...]
     checkpoint: CheckpointCheck | None = None
+    interrupted: tuple[Problem, ...] = ()
+    """Sessions a writer left half-way (a process killed between two of its writes, or one
+    still running): reported, not problems: nothing recorded was lost or changed."""
 
     @property
     def clean(self) -> bool:

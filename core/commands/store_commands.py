@@ -178,6 +178,8 @@ def run_verify(args: argparse.Namespace) -> int:
         )
         for problem in report.problems:
             out.print(f"[red]{problem.kind}[/]: {literal(problem.record)}: {literal(problem.detail)}")
+        for note in report.interrupted:
+            out.print(f"[yellow]interrupted[/] (not damage): {literal(note.record)}: {literal(note.detail)}")
         if report.checkpoint is not None and report.checkpoint.holds:
             signature = (
                 "signature valid" if report.checkpoint.signature_checked

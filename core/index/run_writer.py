@@ -38,6 +38,7 @@ from sqlmodel import Session, col, select
 
 from scopelens.core.index.postings import PackedPostings
 from scopelens.core.index.prepare import PreparedDocument
+from scopelens.core.store.faults import fault_point
 from scopelens.core.store.store import Store
 from scopelens.core.store.tables import (
     IndexChunkRow,
@@ -121,6 +122,7 @@ class RunWriter:
             else:
                 rows = ((segment.id, term, ids, tfs) for term, ids, tfs in packed.postings())
                 insert_many(connection, table_of(IndexPostingRow), POSTING_COLUMNS, rows)
+        fault_point("index.segment_committed")
         self.next_chunk, self.next_document = chunk_hi, self.next_document + len(documents)
         self.report.chunks += chunk_hi - chunk_lo
         self.report.redactions += sum(document.redactions.count(b'"kind"') for document in documents)
@@ -161,6 +163,7 @@ class RunWriter:
                     chunk_hi=self.next_chunk,
                 )
             )
+            fault_point("index.before_final_commit")
         report.run_id = self.run_id
         return self.run_id
 

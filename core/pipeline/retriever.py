@@ -31,6 +31,7 @@ from scopelens.core.contracts import (
     RetrievalIntent,
     RetrievalPlan,
     RetrievalScope,
+    SessionHeader,
     SnapshotItem,
     TrimRange,
 )
@@ -278,11 +279,15 @@ class Retriever:
             session_branch=session.branch if session is not None and kind != SnapshotKind.COUNTERFACTUAL else None,
             workspace_root=self.workspace_root,
         )
+        new_session = None
         if session_id is None:
-            session_id = self.store.create_session(
-                project=project, branch=branch, workspace_root=self.workspace_root, title=intent.question[:80],
-                session_id=self.ids.new_id("s"), created_at=self.clock.now(),
-            ).id
+            # Written with the snapshot, in its transaction: a retrieval that dies half-way
+            # leaves no session without its snapshot.
+            new_session = SessionHeader(
+                id=self.ids.new_id("s"), project=project, branch=branch, workspace_root=self.workspace_root,
+                title=intent.question[:80], created_at=self.clock.now(),
+            )
+            session_id = new_session.id
         scope = resolve_scope(
             project=project, intent=intent, policy=self.policy, scope=scope, session_id=session_id,
             workspace_root=self.workspace_root, branch=branch,
@@ -350,9 +355,11 @@ class Retriever:
         )
         policy_blob = canonical_json(self.policy)
         if turn is None:
-            snapshot, snapshot_hash = self.store.write_snapshot_at_next_turn(snapshot, block, blobs=[policy_blob])
+            snapshot, snapshot_hash = self.store.write_snapshot_at_next_turn(
+                snapshot, block, blobs=[policy_blob], new_session=new_session
+            )
         else:
-            snapshot_hash = self.store.write_snapshot(snapshot, block, blobs=[policy_blob])
+            snapshot_hash = self.store.write_snapshot(snapshot, block, blobs=[policy_blob], new_session=new_session)
         return RetrievalObservation(session_id, snapshot_id, snapshot_hash, block, snapshot)
 
     def _pins(self, scope: RetrievalScope) -> Pins:

@@ -21,6 +21,7 @@ from scopelens.core.clock import stored_time
 from scopelens.core.contracts import AuditSnapshot, Contract, Event, SessionHeader, SnapshotCreatedPayload, turn_count
 from scopelens.core.errors import InvalidInputError, UnknownIdError
 from scopelens.core.hashing import ZERO_HASH, sha256_hex, store_chain_next
+from scopelens.core.store.faults import fault_point
 from scopelens.core.store.store import (
     Store,
     checked_payload,
@@ -137,6 +138,7 @@ class Batch:
             conn.execute(table_of(SnapshotCandidateRow).insert(), self.candidate_rows)
         if self.events:
             conn.execute(table_of(EventRow).insert(), self.events)
+        fault_point("batch.rows_written")
         for session_id, head in self.heads.items():
             values = {"head_seq": head.seq, "head_hash": head.hash, "last_turn": head.last_turn,
                       "snapshot_count": head.snapshot_count, "updated_at": head.updated_at}

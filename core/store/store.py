@@ -51,6 +51,7 @@ from scopelens.core.errors import (
 from scopelens.core.hashing import ZERO_HASH, as_bytes, canonical_json, sha256_hex, store_chain_next, text_hash
 from scopelens.core.redact import RedactionKey, secrets_in
 from scopelens.core.store.engine import display_url, make_engine, normalise_url, sqlite_path_of
+from scopelens.core.store.faults import fault_point
 from scopelens.core.store.index_lock import index_run_lock
 from scopelens.core.store.keys import key_path_for, load_or_create_key
 from scopelens.core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
@@ -322,8 +323,10 @@ class Store:
             raise ImmutableRecordError("this store was opened read-only")
         try:
             with self.engine.connect().execution_options(write=True) as conn, conn.begin(), Session(bind=conn) as session:
+                fault_point("write.begun")
                 yield session
                 session.flush()  # objects added with session.add() are written before commit
+                fault_point("write.before_commit")
         except DBAPIError as exc:
             if _denies_writing(exc):
                 raise StoreNotWritableError(
@@ -420,6 +423,7 @@ class Store:
             conn.execute(table_of(SessionRow).insert().values(**session_row(header)))
         except SAIntegrityError:
             raise InvalidInputError(f"session {header.id} already exists") from None
+        fault_point("session.row_written")
         conn.execute(
             table_of(SessionHeadRow).insert().values(
                 session_id=header.id,
@@ -492,6 +496,7 @@ class Store:
         dumped = payload if checked and isinstance(payload, dict) else checked_payload(event_type, payload)
         if heads is None:
             heads = self._lock_heads(conn, session_id)
+        fault_point("append.heads_locked")
         if turn is None:
             turn = heads.last_turn + 1 if event_type == EventType.USER_MESSAGE else heads.last_turn
         event = Event(
@@ -514,6 +519,7 @@ class Store:
         connection = conn.connection()
         for statement in _LINK_STATEMENTS[self.dialect == "postgresql"]:
             connection.execute(statement, params)
+        fault_point("append.linked")
         return event
 
     # ------------------------------------------------------------------ blobs
@@ -540,7 +546,13 @@ class Store:
     # ------------------------------------------------------------------ snapshots
 
     def write_snapshot(
-        self, snapshot: AuditSnapshot, context_block: str, *, blobs: Sequence[bytes] = (), document: bytes | None = None
+        self,
+        snapshot: AuditSnapshot,
+        context_block: str,
+        *,
+        blobs: Sequence[bytes] = (),
+        document: bytes | None = None,
+        new_session: SessionHeader | None = None,
     ) -> str:
         """Commit a snapshot, its blobs, its candidate rows and its event in one transaction.
 
@@ -548,13 +560,19 @@ class Store:
         must be among them or already stored. ``document`` is the canonical JSON to store when
         it is not ``snapshot``'s own: a copy of a document written by an older version, with
         fields this one no longer has (``rebuild``). It must read back as ``snapshot``.
+        ``new_session`` is created in the same transaction (the snapshot's session).
 
         Returns the snapshot's content hash (SHA-256 of its stored bytes).
         """
-        return self._write_snapshot(snapshot, context_block, blobs, document, next_turn=False)[1]
+        return self._write_snapshot(snapshot, context_block, blobs, document, next_turn=False, new_session=new_session)[1]
 
     def write_snapshot_at_next_turn(
-        self, snapshot: AuditSnapshot, context_block: str, *, blobs: Sequence[bytes] = ()
+        self,
+        snapshot: AuditSnapshot,
+        context_block: str,
+        *,
+        blobs: Sequence[bytes] = (),
+        new_session: SessionHeader | None = None,
     ) -> tuple[AuditSnapshot, str]:
         """``write_snapshot`` for a retrieval that names no turn: its turn is decided inside the
         write transaction, under the store-head lock, so concurrent retrievals into one session
@@ -562,7 +580,7 @@ class Store:
         snapshot has it yet (a retrieval answering the latest user message), else the next one.
 
         Returns the snapshot as stored (with that turn) and its content hash."""
-        return self._write_snapshot(snapshot, context_block, blobs, None, next_turn=True)
+        return self._write_snapshot(snapshot, context_block, blobs, None, next_turn=True, new_session=new_session)
 
     def _write_snapshot(
         self,
@@ -572,11 +590,17 @@ class Store:
         document: bytes | None,
         *,
         next_turn: bool,
+        new_session: SessionHeader | None,
     ) -> tuple[AuditSnapshot, str]:
         block, body, content_hash = self._checked_snapshot(snapshot, context_block, document)
+        if new_session is not None and new_session.id != snapshot.session_id:
+            raise InvalidInputError(f"snapshot {snapshot.id} is not of the new session {new_session.id}")
         with self.write() as conn:
+            if new_session is not None:
+                self._create_session_in(conn, new_session)
             # Content first: it links to nothing, so other appends need not wait for it.
             self._write_snapshot_content(conn, snapshot, block, blobs)
+            fault_point("snapshot.content_written")
             heads = self._lock_heads(conn, snapshot.session_id)
             if next_turn:
                 turn = heads.last_turn if heads.last_snapshot_turn < heads.last_turn else heads.last_turn + 1
@@ -639,6 +663,7 @@ class Store:
             )
         except SAIntegrityError:
             raise InvalidInputError(f"snapshot {snapshot.id} already exists") from None
+        fault_point("snapshot.row_written")
         self._append_in(
             conn,
             snapshot.session_id,

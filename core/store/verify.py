@@ -82,6 +82,8 @@ class _ChainState:
     max_turn: int = 0
     snapshots: int = 0
     last_created_at: str | None = None
+    open_calls: dict[str, str] = field(default_factory=dict)
+    """Tool calls started and not (yet) finished: call id → the record that started it."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ def verify_store(
     )
 
     return VerifyReport(
+        interrupted=_interrupted(chains),
         store_head=store_hash,
         stored_store_head=stored_head,
         sessions=len(sessions),
@@ -319,13 +322,33 @@ def _check_event(
             turn=turn if isinstance(turn, int) else None,
             created_at=data.get("created_at") if isinstance(data.get("created_at"), str) else None,
         )
+    elif data.get("type") == EventType.TOOL_STARTED.value:
+        chain.open_calls[str(payload.get("call_id"))] = record
     elif data.get("type") == EventType.TOOL_FINISHED.value:
+        chain.open_calls.pop(str(payload.get("call_id")), None)
         for artifact in payload.get("artifacts") or ():
             if isinstance(artifact, dict) and isinstance(artifact.get("blob"), str):
                 findings.referenced_blobs.setdefault(artifact["blob"], f"{record} (artifact {artifact.get('name')!r})")
     elif row.seq == 0 and data.get("type") == EventType.SESSION_STARTED.value and isinstance(data.get("payload"), dict):
         chain.started = {**data["payload"], "created_at": data.get("created_at")}
     _advance(chain, row)
+
+
+def _interrupted(chains: dict[str, _ChainState]) -> tuple[Problem, ...]:
+    """Sessions whose writer stopped half-way (killed, crashed, or still running): not damage.
+
+    Every write is one transaction, so a process killed inside one leaves nothing; these are
+    the gaps between transactions: a session with nothing after its start, and a tool call
+    started whose end was never written."""
+    found = []
+    for session_id, chain in sorted(chains.items()):
+        if chain.events == 1 and chain.started is not None:
+            found.append(Problem(kind="interrupted", record=f"session {session_id}",
+                                 detail="nothing was written after it started"))
+        for call_id, record in chain.open_calls.items():
+            found.append(Problem(kind="interrupted", record=record,
+                                 detail=f"tool call {call_id} started and its end was never written"))
+    return tuple(found)
 
 
 def _advance(chain: _ChainState, row: EventRow) -> None:

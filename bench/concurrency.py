@@ -47,6 +47,9 @@ QUESTIONS = (
     "where are calendar month names computed",
 )
 SPAWN = multiprocessing.get_context("spawn")
+VERIFY_PAUSE_S = 0.5
+"""Between two verify runs during the writes: verify reads the whole store, and on two cores a
+verifier that never paused would take a core from the writers."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ def append_worker(url: str, root: str, worker: int, session_ids: list[str], coun
         results.put(traceback.format_exc())
 
 
-def verify_loop(url: str, stop: EventFlag, results: Queue) -> None:
+def verify_loop(url: str, stop: EventFlag, results: Queue, pause: float = VERIFY_PAUSE_S) -> None:
     """Run ``verify`` until ``stop`` is set; put (runs, problems seen)."""
     try:
         from scopelens.core.store.store import Store
@@ -146,6 +149,7 @@ def verify_loop(url: str, stop: EventFlag, results: Queue) -> None:
                 report = verify_store(store)
             runs += 1
             problems += [f"verify during the writes: {p}" for p in report.problems]
+            stop.wait(pause)
         results.put((runs, problems))
     except BaseException:  # noqa: BLE001  # reported by the parent
         results.put((0, [traceback.format_exc()]))
@@ -176,13 +180,14 @@ def run_writers(target: Any, url: str, root: Path, session_ids: list[str], proce
     return [item for items, _ in answers for item in items], max(elapsed for _, elapsed in answers)
 
 
-def run_volume(url: str, root: Path, session_ids: list[str], processes: int, retrievals: int) -> VolumeResult:
+def run_volume(url: str, root: Path, session_ids: list[str], processes: int, retrievals: int,
+               verify_pause: float = VERIFY_PAUSE_S) -> VolumeResult:
     """The volume run: writers and a verifier together, then every check."""
     from scopelens.core.store.store import Store
     from scopelens.core.store.verify import verify_store
 
     stop, verified = SPAWN.Event(), SPAWN.Queue()
-    verifier = SPAWN.Process(target=verify_loop, args=(url, stop, verified))
+    verifier = SPAWN.Process(target=verify_loop, args=(url, stop, verified, verify_pause))
     verifier.start()
     began = time.perf_counter()
     try:
@@ -303,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each scaling run")
     parser.add_argument("--writers", default="1,4,8", help="writer counts of the scaling runs")
     parser.add_argument("--skip-volume", action="store_true")
+    parser.add_argument("--skip-scaling", action="store_true")
+    parser.add_argument("--verify-pause", type=float, default=VERIFY_PAUSE_S, help="seconds between verify runs")
     parser.add_argument("--port", type=int, default=55434, help="port of the throw-away PostgreSQL cluster")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
@@ -322,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.skip_volume:
                 url, _ = fresh("volume")
                 sessions = prepare_store(url, root, args.sessions)
-                result = run_volume(url, root, sessions, args.processes, args.retrievals)
+                result = run_volume(url, root, sessions, args.processes, args.retrievals, args.verify_pause)
                 print(f"{backend}, volume: {result.processes} processes x {result.retrievals_each} retrievals into "
                       f"{args.sessions} shared sessions in {result.seconds:.1f} s: returned {result.returned}, "
                       f"stored {result.stored}, lost {result.lost}, duplicated turns {result.duplicated_turns}, "
@@ -331,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 for problem in result.problems:
                     print(f"  PROBLEM: {problem}")
                 failed |= bool(result.problems)
-            for bare in (False, True):
+            for bare in () if args.skip_scaling else (False, True):
                 url, sample = fresh("bare" if bare else "scaling")
                 sessions = prepare_store(url, root, args.sessions)
                 rows = run_scaling(url, root, sessions, writers, args.seconds, bare=bare, sample=sample)

@@ -150,18 +150,31 @@ def redaction_records(text: str, key: RedactionKey | None = None) -> tuple[str, 
 
 _PLACEHOLDER_VALUE = re.compile(
     r"""(?ix)
-    ^(?: [$<{%\[*#] | \.\.\. )                        # ${VAR} <key> {{v}} %(v)s *** #...
+    ^(?: [$<{\[] | %[(sdr] | %\w+%$ | \*\* | \*$ | \#\{ | \.\.\. )  # ${VAR} <key> {{v}} %(v)s %APPDATA% *** #{v}
     | \$\{ | \{\{ | >$ | \}$
-    | change[_\-]?me | example | placeholder | dummy | fake | sample | redacted
-    | your[_\-] | xxxx
+    # A word of its own, not letters inside a random value ("qfxpwvfaket3…" holds "fake").
+    | (?<![a-z0-9]) (?: change[_\-]?me | example | placeholder | dummy | fake | sample | redacted
+                       | your[_\-] | xxxx )
     | ^(?: pass(?:word|wd)? | pwd | secret | token | none | null | nil | undefined
          | test | todo | tbd )$
     """
 )
-_URL_OR_PATH = re.compile(r"://|^(?:\.{0,2}/|~/)|^(?:[a-z0-9_.~\-]*/)+[a-z0-9_.~\-]*$")
+_URL_OR_PATH = re.compile(r"://|^(?:[a-z0-9_.~\-]*/)+[a-z0-9_.~\-]*$")
+_PATH_START = ("/", "./", "../", "~/")
+_LONG_PATH_PART = 16
+"""A part of a rooted path this long that is not word-shaped is base64 (``/24gxX0v+Vz…``)."""
+
+
+def _is_url_or_path(value: str) -> bool:
+    if _URL_OR_PATH.search(value):
+        return True
+    if not value.startswith(_PATH_START) or "+" in value or value.endswith("="):
+        return False
+    return all(len(part) < _LONG_PATH_PART or "." in part or _WORD_SHAPED.fullmatch(part)
+               for part in value.split("/"))
 _WORD_SHAPED = re.compile(r"_*(?:[A-Za-z]+|\d+)(?:[_.\-]+(?:[A-Za-z]+|\d+))*_*")
 _SECRET_NAME = re.compile(
-    r"secret|passw(?:or)?d|passphrase|pwd|token|credential"
+    r"secret|passw(?:or)?d|passphrase|pwd|token|credential|auth(?:orization)?(?![a-z])"
     r"|(?:api|access|private|auth|signing|encryption|master)[_.\-]?key"
 )
 """Words that make a name secret-bearing; matched against lowercased text."""
@@ -188,7 +201,7 @@ def _looks_generated(name: str, value: str) -> bool:
         # Word-shaped values (userPassword, DEFAULT_SECRET_1) are references, not secrets.
         and _WORD_SHAPED.fullmatch(value) is None
         and not _is_placeholder(value)
-        and _URL_OR_PATH.search(value) is None
+        and not _is_url_or_path(value)
         and shannon_entropy(value) >= ENTROPY_THRESHOLD
     )
 
@@ -222,12 +235,13 @@ _MAX_NAME = 128
 """Longer runs of name characters are blobs, not names; the bound keeps blobs linear."""
 _NAME_RUN = re.compile(rf"[\w.\-]{{0,{_MAX_NAME}}}")
 _ASSIGNMENT = re.compile(
-    r"""(?P<name>[A-Za-z_][\w.\-]{0,127})["']?[ \t]*(?::=|=>|=|:)(?![=:])[ \t]*"""
-    r"""(?P<q>["'])?(?P<s>(?(q)[^\s"']{8,512}|[^\s"'`,;&(){}\[\]<>=]{8,512}={0,2}))"""
+    r"""(?P<name>[A-Za-z_][\w.\-]{0,127})(?:\\?["'])?[ \t]*(?::=|=>|=|:)(?![=:])[ \t]*"""
+    r"""(?P<q>\\?["'])?(?P<s>(?(q)[^\s"']{8,512}|[^\s"'`,;&(){}\[\]<>=]{8,512}={0,2}))"""
     r"(?(q)(?P=q)|(?=[\s,;&]|\Z))"
 )
 """``name = value``, ``name: "value"``, ``"name": 'value'``…; a bare value must end the word
-(``=`` only as base64 padding, so ``a=b=c`` chains fail fast)."""
+(``=`` only as base64 padding, so ``a=b=c`` chains fail fast). Quotes may be escaped
+(``\\"token\\": \\"…\\"``: JSON inside a JSON string, as tool input is often logged)."""
 
 
 class _Assignments:
@@ -238,7 +252,7 @@ class _Assignments:
     around each, looking at each run of name characters once.
     """
 
-    words = ("secret", "passw", "passphrase", "pwd", "token", "credential", "key")
+    words = ("secret", "passw", "passphrase", "pwd", "token", "credential", "key", "auth")
 
     def find(self, text: str, lowered: str) -> Iterator[_Span]:
         examined = 0  # hits before this offset lie in runs already looked at
@@ -250,6 +264,8 @@ class _Assignments:
             examined = run.end() if run else at
             if start < 0 or examined - start >= _MAX_NAME:
                 continue
+            while start < at and text[start] in "-.":
+                start += 1  # a flag's dashes (`--db-password=…`) are not part of its name
             if not _SECRET_NAME.search(lowered, start, examined):
                 continue
             match = _ASSIGNMENT.match(text, start)
@@ -368,8 +384,17 @@ _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
     _Pattern(
         K.BEARER_TOKEN,
         re.compile(
-            r"""authorization["']?\s*[:=]\s*["']?bearer[ \t]+"""
+            r"""authorization\\?["']?\s*[:=]\s*\\?["']?bearer[ \t]+"""
             r"(?P<s>[a-z0-9\-._~+/]{16,}=*)(?![a-z0-9\-._~+/=])"
+        ),
+        _not_placeholder,
+        lowered=True,
+    ),
+    _Pattern(  # the other schemes: Basic base64(user:password), GitHub's "token", Digest…
+        K.AUTHORIZATION_CREDENTIALS,
+        re.compile(
+            r"""authorization\\?["']?\s*[:=]\s*\\?["']?(?:basic|token|digest|negotiate|apikey)[ \t]+"""
+            r"(?P<s>[a-z0-9\-._~+/]{12,}=*)(?![a-z0-9\-._~+/=])"
         ),
         _not_placeholder,
         lowered=True,

@@ -302,6 +302,7 @@ class RedactionKind(StrEnum):
     URL_PASSWORD = "url-password"
     ENV_ASSIGNMENT = "env-assignment"
     BEARER_TOKEN = "bearer-token"
+    AUTHORIZATION_CREDENTIALS = "authorization-credentials"
 
 
 class FindingKind(StrEnum):

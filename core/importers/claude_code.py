@@ -196,7 +196,7 @@ def _assistant_blocks(content: object, tools: dict[str, tuple[str, dict[str, Any
             tool = str(block.get("name") or "?")
             arguments = json_object(block.get("input"))
             tools[str(block.get("id"))] = (tool, arguments)
-            calls.append(f"{tool} {_argument_summary(tool, arguments)}".strip()[:120])
+            calls.append(f"{tool} {_argument_summary(tool, arguments)}".strip())
     return "\n".join(t for t in texts if t), tuple(calls)
 
 

@@ -122,7 +122,7 @@ class _Reader:
             text = _message_text(payload)
             injected = role in ("developer", "system") or text.lstrip().startswith(INJECTED)
             if role == "user" and not injected and not self.session.title:
-                self.session.title = text.strip().splitlines()[0][:120] if text.strip() else ""
+                self.session.title = text.strip().splitlines()[0] if text.strip() else ""
             self._input(Observed("instruction" if injected else "task", text, ref,
                                  mentions=mentions_in(text, self.session.cwd), at=at))
         elif kind in ("function_call_output", "custom_tool_call_output"):
@@ -187,7 +187,7 @@ class _Reader:
             return ""
         if payload.get("call_id"):
             self.calls[str(payload["call_id"])] = (name, arguments)
-        return f"{name} {_command_text(arguments.get('command') or arguments.get('cmd') or '')}".strip()[:120]
+        return f"{name} {_command_text(arguments.get('command') or arguments.get('cmd') or '')}".strip()
 
     def _result(self, payload: dict[str, Any], ref: str, at: datetime | None) -> Observed:
         output = payload.get("output")

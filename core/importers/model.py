@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+SUMMARY_CHARS = 120
+"""Titles and tool-call summaries are cut to this many characters, after their secrets are
+redacted (``observed_snapshot.clean_summary``): cut first, a secret could be cut short of the
+end its pattern needs, and its first characters kept."""
+
 ObservedKind = Literal[
     "instruction",  # a system prompt, an injected instruction file, a demonstration
     "task",  # what the user asked (an issue text, a typed prompt)

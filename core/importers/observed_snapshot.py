@@ -20,7 +20,7 @@ from scopelens.core.contracts import (
     SnapshotItem,
 )
 from scopelens.core.hashing import sha256_hex, text_hash
-from scopelens.core.importers.model import ImportedSession, ModelCall, Observed
+from scopelens.core.importers.model import SUMMARY_CHARS, ImportedSession, ModelCall, Observed
 from scopelens.core.pipeline.project import escape_evidence, escape_header_field, item_header
 from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.vocab import Authority, EvidenceKind, ObservedKind, SnapshotKind, Source, Trust, Visibility
@@ -32,6 +32,11 @@ DOC_SUFFIXES = (".md", ".rst", ".txt", ".adoc")
 def clean(text: str, key: RedactionKey) -> str:
     """A free field of an imported session (a title, a tool summary, a path) with secrets redacted."""
     return redact(text, key).text
+
+
+def clean_summary(text: str, key: RedactionKey) -> str:
+    """A title or tool-call summary: redacted whole, then cut (``model.SUMMARY_CHARS``)."""
+    return clean(text, key)[:SUMMARY_CHARS]
 
 
 def _labels(item: Observed) -> tuple[Source, EvidenceKind]:
@@ -149,7 +154,7 @@ def observed_snapshot(
                 visible_from=call.visible_from,
                 visible_to=call.visible_to,
                 replaced=call.replaced,
-                tool_calls=tuple(clean(t, key) for t in call.tool_calls),
+                tool_calls=tuple(clean_summary(t, key) for t in call.tool_calls),
                 not_recorded=session.not_recorded,
             ),
         ),

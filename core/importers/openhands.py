@@ -73,7 +73,7 @@ def parse_openhands(document: object, *, name: str) -> ImportedSession:
             if action == "message":
                 text = string(args.get("content"))
                 if not session.title and text.strip():
-                    session.title = text.strip().splitlines()[0][:120]
+                    session.title = text.strip().splitlines()[0]
                 session.items.append(Observed("task", text, ref, mentions=mentions_in(text, WORKSPACE)))
             response_id = None
         elif action is not None and event.get("source") == "agent":
@@ -105,7 +105,7 @@ def _agent_action(
     text = string(args.get("thought")) or string(args.get("content"))
     tool = str(metadata.get("function_name") or event.get("action"))
     detail = next((str(args[k]) for k in ("command", "path", "code", "query") if args.get(k)), "")
-    summary = f"{tool} {detail.splitlines()[0] if detail else ''}".strip()[:120]
+    summary = f"{tool} {detail.splitlines()[0] if detail else ''}".strip()
     if this_response is not None and this_response == response_id and session.calls:
         last = session.calls[-1]
         session.calls[-1] = ModelCall(last.number, last.visible_from, last.visible_to, last.response,

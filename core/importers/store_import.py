@@ -28,7 +28,7 @@ from scopelens.core.hashing import canonical_json, sha256_hex
 from scopelens.core.importers.detect import read_sessions
 from scopelens.core.importers.model import ImportedSession
 from scopelens.core.importers.observations import read_file_bytes
-from scopelens.core.importers.observed_snapshot import clean, observed_snapshot
+from scopelens.core.importers.observed_snapshot import clean, clean_summary, observed_snapshot
 from scopelens.core.redact import RedactionKey, redact
 from scopelens.core.store.batch import Batch
 from scopelens.core.store.imports import ImportRecord, import_of, imports_of, record_import
@@ -113,7 +113,7 @@ def import_session(
             batch.create_session(SessionHeader(
                 id=session_id, project=project, branch=clean(branch or session.branch or "", key) or None,
                 workspace_root=workspace_root,
-                title=clean(session.title or source.name, key), agent=clean(session.agent, key),
+                title=clean_summary(session.title or source.name, key), agent=clean(session.agent, key),
                 created_at=start,
             ))
             first_call, first_item = 0, 0

@@ -68,7 +68,7 @@ def parse_swe_agent(data: object, *, name: str) -> ImportedSession:
             session.items.append(Observed("instruction", text, ref))
         elif role == "assistant":
             action = string(message.get("action")).strip()
-            tools = _tool_calls(message) or ((action.splitlines()[0][:120],) if action else ())
+            tools = _tool_calls(message) or ((action.splitlines()[0],) if action else ())
             last_tool = (tools[0].split()[0] if tools and tools[0] else None)
             session.calls.append(ModelCall(len(session.calls) + 1, 0, len(session.items), text, tools, ref))
             session.items.append(Observed("model-output", text, ref))
@@ -104,7 +104,7 @@ def _context_from_queries(session: ImportedSession, steps: list[Any], cwd: str |
         last_tool: str | None = None
         for j, ((role, text), message) in enumerate(zip(keyed, query, strict=True)):
             if role == "assistant":
-                tools = _tool_calls(message) or ((string(message.get("action")).strip().splitlines() or [""])[0][:120],)
+                tools = _tool_calls(message) or ((string(message.get("action")).strip().splitlines() or [""])[0],)
                 last_tool = tools[0].split()[0] if tools and tools[0] else None
             if j < first_new:
                 continue
@@ -118,7 +118,7 @@ def _context_from_queries(session: ImportedSession, steps: list[Any], cwd: str |
                 items.append(_observation(message, text, ref, cwd, last_tool, first=first))
         action = string(step.get("action")).strip()
         response = string(step.get("response")) or string(step.get("thought"))
-        calls.append(ModelCall(k + 1, start, len(items), response, (action.splitlines()[0][:120],) if action else (),
+        calls.append(ModelCall(k + 1, start, len(items), response, (action.splitlines()[0],) if action else (),
                                f"trajectory[{k}]", replaced=replaced))
         previous = keyed
     session.items, session.calls = items, calls
@@ -172,7 +172,7 @@ def _tool_calls(message: dict[str, Any]) -> tuple[str, ...]:
         except (TypeError, ValueError):
             arguments = {}
         summary = " ".join(str(v) for v in arguments.values()) if isinstance(arguments, dict) else ""
-        out.append(f"{tool} {summary}".strip()[:120])
+        out.append(f"{tool} {summary}".strip())
     return tuple(out)
 
 
@@ -200,7 +200,7 @@ def _title(history: list[Any]) -> str:
             if isinstance(text, str):
                 marker = "ISSUE:\n"
                 body = text.split(marker, 1)[1] if marker in text else text
-                return body.strip().splitlines()[0][:120] if body.strip() else ""
+                return body.strip().splitlines()[0] if body.strip() else ""
     return ""
 
 

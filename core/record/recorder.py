@@ -298,8 +298,9 @@ class _Recorder:
     def _tool(self, step: ToolStep) -> None:
         call_id = self.ids.new_id("call")
         output = redact(step.output).text
+        tool = redact(step.tool).text  # a command line: `curl -H "Authorization: Bearer …"`
         self._append(
-            EventType.TOOL_STARTED, ToolStartedPayload(call_id=call_id, tool=step.tool, arguments=redact_values(step.arguments))
+            EventType.TOOL_STARTED, ToolStartedPayload(call_id=call_id, tool=tool, arguments=redact_values(step.arguments))
         )
         artifacts: tuple[ArtifactRef, ...] = ()
         if step.artifact:
@@ -311,7 +312,7 @@ class _Recorder:
             )
         self._append(
             EventType.TOOL_FINISHED,
-            ToolFinishedPayload(call_id=call_id, tool=step.tool, exit_code=step.exit_code,
+            ToolFinishedPayload(call_id=call_id, tool=tool, exit_code=step.exit_code,
                                 output_preview=preview(output), artifacts=artifacts),
         )
 

@@ -201,6 +201,21 @@ CASES: list[tuple[str, str, K, str]] = [
         fake(40, URLSAFE + "."),
     ),
     ("bearer-json", '{{"authorization": "bearer {s}"}}', K.BEARER_TOKEN, fake(32)),
+    # Found by the planted-secrets corpus (bench/planted_secrets.py): schemes other than Bearer,
+    # names with a flag's dashes or "auth" alone, values that start like a path or a mask, and
+    # random values that happen to hold a placeholder word ("…fake…").
+    ("basic", "Authorization: Basic {s}", K.AUTHORIZATION_CREDENTIALS, "ZGVwbG95OjdKZWFERlVDZDZaQUZEQ2hmZnBn"),
+    ("proxy-basic", "Proxy-Authorization: basic {s}", K.AUTHORIZATION_CREDENTIALS, fake(28, seed="b2")),
+    ("github-token-scheme", "Authorization: token {s}", K.AUTHORIZATION_CREDENTIALS, "79a11fd4f24bd1ece13f4014a3b6cf31"),
+    ("flag-assignment", "mysqldump --db-password={s} shop", K.ENV_ASSIGNMENT, fake(24, seed="f1")),
+    ("auth-alone", "auth: {s}", K.ENV_ASSIGNMENT, fake(30, seed="a1")),
+    ("oauth-json", '{{"oauth": "{s}"}}', K.ENV_ASSIGNMENT, fake(26, seed="a2")),
+    ("rooted-base64", "API_KEY = '{s}'", K.ENV_ASSIGNMENT, "/24gxX0vZ+VzKeBulCu/R/ZZhcQetS9OZf"),
+    ("starts-with-star", "{{'secret': '{s}'}}", K.ENV_ASSIGNMENT, "*hT0z2iIjGwmthA2fgl^8%VmOfqe4qY5d"),
+    ("holds-fake", "Authorization: Bearer {s}", K.BEARER_TOKEN, "QFxPwvFAkEt3rh7CxWqB7B6PArvFjIP5TGm"),
+    ("escaped-json", '{{"command": "echo \'{{\\"auth\\": {{\\"token\\": \\"{s}\\"}}}}\'"}}', K.ENV_ASSIGNMENT,
+     "M8VM1vSe244NiDQDWdRtx_imweDwb33wLY4Neu9"),
+    ("escaped-json-bearer", '"{{\\"Authorization\\": \\"Bearer {s}\\"}}"', K.BEARER_TOKEN, fake(30, seed="j2")),
 ]
 
 
@@ -268,6 +283,16 @@ FALSE_POSITIVES = [
     "パスワードは環境変数から読み込む (password from env)",
     '<assemblyIdentity name="Microsoft.VC90.CRT" publicKeyToken="1fc8b3b9a1e18e3b"/>',
     "NEXT_PUBLIC_API_KEY=pk9Xc2LmQ7vB4nR8tZ1w",
+    "Authorization: Basic <credentials>",
+    'author = "jdoe@example.com"',
+    "authority: https://login.example.com/tenant",
+    'auth_header = "X-Auth-Token"',
+    "--password=$DB_PASSWORD",
+    'SECRET = "%(secret)s"',
+    "PASSWORD = ********",
+    "SSL_KEY_FILE=/etc/ssl/private/server-key.pem",
+    "token_path = /var/run/secrets/kubernetes.io/serviceaccount/token",
+    'password = "fake-password-1234"',
 ]
 
 

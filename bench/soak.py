@@ -21,6 +21,7 @@ import traceback
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from pathlib import Path
+from typing import Any
 
 from bench.concurrency import PROJECT, QUESTIONS, prepare_store
 
@@ -78,9 +79,9 @@ def worker(role: str, url: str, root: str, session_ids: list[str], seconds: floa
                         changed.write_text(f"def soak_{operations}():\n    return {operations}\n", encoding="utf-8")
                         index_workspace(store, Path(root), project=PROJECT)
                 elif role == "drift":
-                    latest = store.snapshots_of(session_ids[operations % len(session_ids)])
+                    latest = _latest_snapshot(store, session_ids[operations % len(session_ids)])
                     if latest:
-                        compute_drift(store, latest[-1].snapshot.id)
+                        compute_drift(store, latest)
                     else:
                         time.sleep(0.05)
                 elif role == "verify":
@@ -94,6 +95,16 @@ def worker(role: str, url: str, root: str, session_ids: list[str], seconds: floa
                 first_error = first_error or traceback.format_exc(limit=3)
     out.put(WorkerFigures(role, operations, errors, first_error, time.perf_counter() - started, warm or rss_mib(),
                           rss_mib()))
+
+
+def _latest_snapshot(store: Any, session_id: str) -> str | None:
+    """The id of a session's latest snapshot, read alone (``snapshots_of`` parses every one:
+    thousands of documents by the end of a soak, and the drift process's memory with them)."""
+    from sqlalchemy import text
+
+    with store.read() as conn:
+        return conn.execute(text("SELECT id FROM snapshots WHERE session_id = :s ORDER BY turn DESC LIMIT 1"),
+                            {"s": session_id}).scalar()
 
 
 ROLES = ("retrieve", "retrieve", "drift", "verify")

@@ -123,16 +123,23 @@ class ChainHeads:
     session_hash: str
     last_turn: int
     snapshot_count: int
-    last_snapshot_turn: int
-    """The highest turn of the session's snapshots (0 when it has none)."""
+    last_snapshot_turn: int | None
+    """The highest turn of the session's snapshots (0 when it has none); None when not read
+    (PostgreSQL: ``last_snapshot_turn`` reads it after the lock, when a turn is to be chosen)."""
 
 
 _SESSION_HEAD_COLUMNS = (
     "h.head_seq, h.head_hash, h.last_turn, h.snapshot_count,"
     " COALESCE((SELECT max(turn) FROM snapshots WHERE session_id = :sid), 0)"
 )
-_LOCK_STORE_HEAD = text("SELECT store_seq, head_hash FROM store_head WHERE id = 1 FOR UPDATE")
-_READ_SESSION_HEAD = text(f"SELECT {_SESSION_HEAD_COLUMNS} FROM session_heads h WHERE h.session_id = :sid")
+_LOCK_BOTH_HEADS = text(
+    "SELECT s.store_seq, s.head_hash, h.head_seq, h.head_hash, h.last_turn, h.snapshot_count"
+    " FROM store_head s, session_heads h WHERE s.id = 1 AND h.session_id = :sid FOR UPDATE"
+)
+"""PostgreSQL: both rows locked, so one that waited reads both as they are now (a statement
+reads rows it locks again after the wait, and no others). Every writer locks the store head
+before any session head, so the two locks cannot deadlock."""
+_LAST_SNAPSHOT_TURN = text("SELECT COALESCE(max(turn), 0) FROM snapshots WHERE session_id = :sid")
 _READ_BOTH_HEADS = text(
     f"SELECT s.store_seq, s.head_hash, {_SESSION_HEAD_COLUMNS} FROM store_head s, session_heads h"
     " WHERE s.id = 1 AND h.session_id = :sid"
@@ -462,17 +469,14 @@ class Store:
             return self._append_in(conn, session_id, event_type, checked, turn=turn, created_at=created_at, checked=True)
 
     def _lock_heads(self, conn: Session, session_id: str) -> ChainHeads:
-        """Take the store-head lock, then read both chain heads.
+        """Take the store-head lock and read both chain heads, in one statement.
 
         Every append runs this first, so the lock is held for this, the links' hashes, one
-        write statement on PostgreSQL (``_LINK_STATEMENTS``) and the commit. On PostgreSQL the
-        session head is read by a second statement: one that waited for the lock would see the
-        session head of its start (only rows it locks are read again), a link behind."""
+        write statement on PostgreSQL (``_LINK_STATEMENTS``) and the commit."""
         connection = conn.connection()
         if self.dialect == "postgresql":
-            store_seq, store_hash = connection.execute(_LOCK_STORE_HEAD).one()
-            row = connection.execute(_READ_SESSION_HEAD, {"sid": session_id}).first()
-            heads = None if row is None else (store_seq, store_hash, *row)
+            row = connection.execute(_LOCK_BOTH_HEADS, {"sid": session_id}).first()
+            heads = None if row is None else (*row, None)
         else:  # the transaction holds SQLite's write lock from its BEGIN IMMEDIATE
             row = connection.execute(_READ_BOTH_HEADS, {"sid": session_id}).first()
             heads = None if row is None else tuple(row)
@@ -603,7 +607,10 @@ class Store:
             fault_point("snapshot.content_written")
             heads = self._lock_heads(conn, snapshot.session_id)
             if next_turn:
-                turn = heads.last_turn if heads.last_snapshot_turn < heads.last_turn else heads.last_turn + 1
+                last_snapshot_turn = heads.last_snapshot_turn
+                if last_snapshot_turn is None:  # read after the lock: a statement of its own sees now
+                    last_snapshot_turn = conn.connection().execute(_LAST_SNAPSHOT_TURN, {"sid": snapshot.session_id}).scalar_one()
+                turn = heads.last_turn if last_snapshot_turn < heads.last_turn else heads.last_turn + 1
                 snapshot = snapshot.model_copy(update={"turn": max(turn, 1)})
                 body = canonical_json(snapshot)
                 content_hash = sha256_hex(body)

@@ -237,10 +237,11 @@ _NAME_RUN = re.compile(rf"[\w.\-]{{0,{_MAX_NAME}}}")
 _ASSIGNMENT = re.compile(
     r"""(?P<name>[A-Za-z_][\w.\-]{0,127})(?:\\?["'])?[ \t]*(?::=|=>|=|:)(?![=:])[ \t]*"""
     r"""(?P<q>\\?["'])?(?P<s>(?(q)[^\s"']{8,512}|[^\s"'`,;&(){}\[\]<>=]{8,512}={0,2}))"""
-    r"(?(q)(?P=q)|(?=[\s,;&]|\Z))"
+    r"(?(q)(?P=q)|(?=[\s,;&'\"`]|\Z))"
 )
 """``name = value``, ``name: "value"``, ``"name": 'value'``…; a bare value must end the word
-(``=`` only as base64 padding, so ``a=b=c`` chains fail fast). Quotes may be escaped
+(``=`` only as base64 padding, so ``a=b=c`` chains fail fast), or meet a quote
+(``echo '--db-password=…'``). Quotes may be escaped
 (``\\"token\\": \\"…\\"``: JSON inside a JSON string, as tool input is often logged)."""
 
 

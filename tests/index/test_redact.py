@@ -208,6 +208,7 @@ CASES: list[tuple[str, str, K, str]] = [
     ("proxy-basic", "Proxy-Authorization: basic {s}", K.AUTHORIZATION_CREDENTIALS, fake(28, seed="b2")),
     ("github-token-scheme", "Authorization: token {s}", K.AUTHORIZATION_CREDENTIALS, "79a11fd4f24bd1ece13f4014a3b6cf31"),
     ("flag-assignment", "mysqldump --db-password={s} shop", K.ENV_ASSIGNMENT, fake(24, seed="f1")),
+    ("quoted-flag", "echo '--smtpPassword={s}' && true", K.ENV_ASSIGNMENT, "Y^!3q5PIuDwjWx8wANXtuguzoiLS7w^k4"),
     ("auth-alone", "auth: {s}", K.ENV_ASSIGNMENT, fake(30, seed="a1")),
     ("oauth-json", '{{"oauth": "{s}"}}', K.ENV_ASSIGNMENT, fake(26, seed="a2")),
     ("rooted-base64", "API_KEY = '{s}'", K.ENV_ASSIGNMENT, "/24gxX0vZ+VzKeBulCu/R/ZZhcQetS9OZf"),

@@ -7,7 +7,7 @@ from bench.soak import ROLES, run_soak
 
 
 def test_retrieve_drift_and_verify_together_make_no_error(store_url, tmp_path):
-    figures = run_soak(store_url, tmp_path / "ws", seconds=6.0, files=30)
+    figures = run_soak(store_url, tmp_path / "ws", seconds=4.0, files=30)
     assert sorted(f.role for f in figures) == sorted(ROLES)
     assert [f.first_error for f in figures if f.errors] == []
     assert all(f.operations > 0 for f in figures), [(f.role, f.operations) for f in figures]

@@ -123,27 +123,23 @@ class ChainHeads:
     session_hash: str
     last_turn: int
     snapshot_count: int
-    last_snapshot_turn: int | None
-    """The highest turn of the session's snapshots (0 when it has none); None when not read
-    (PostgreSQL: ``last_snapshot_turn`` reads it after the lock, when a turn is to be chosen)."""
 
 
-_SESSION_HEAD_COLUMNS = (
-    "h.head_seq, h.head_hash, h.last_turn, h.snapshot_count,"
-    " COALESCE((SELECT max(turn) FROM snapshots WHERE session_id = :sid), 0)"
-)
-_LOCK_BOTH_HEADS = text(
+_BOTH_HEADS = (
     "SELECT s.store_seq, s.head_hash, h.head_seq, h.head_hash, h.last_turn, h.snapshot_count"
-    " FROM store_head s, session_heads h WHERE s.id = 1 AND h.session_id = :sid FOR UPDATE"
+    " FROM store_head s, session_heads h WHERE s.id = 1 AND h.session_id = :sid"
 )
-"""PostgreSQL: both rows locked, so one that waited reads both as they are now (a statement
-reads rows it locks again after the wait, and no others). Every writer locks the store head
-before any session head, so the two locks cannot deadlock."""
+_LOCK_BOTH_HEADS: dict[bool, TextClause] = {
+    # SQLite: the transaction holds the write lock from its BEGIN IMMEDIATE.
+    False: text(_BOTH_HEADS),
+    # PostgreSQL: both rows locked, so one that waited reads both as they are now (a statement
+    # reads rows it locks again after the wait, and no others). Every writer locks the store
+    # head before any session head, so the two locks cannot deadlock.
+    True: text(_BOTH_HEADS + " FOR UPDATE"),
+}
+"""Both chain heads, read under the store-head lock; keyed by 'is PostgreSQL'."""
 _LAST_SNAPSHOT_TURN = text("SELECT COALESCE(max(turn), 0) FROM snapshots WHERE session_id = :sid")
-_READ_BOTH_HEADS = text(
-    f"SELECT s.store_seq, s.head_hash, {_SESSION_HEAD_COLUMNS} FROM store_head s, session_heads h"
-    " WHERE s.id = 1 AND h.session_id = :sid"
-)
+"""Read only to choose a retrieval's turn, after the lock (a statement of its own sees now)."""
 _INSERT_EVENT = (
     "INSERT INTO events (session_id, seq, store_seq, turn, type, created_at, body, hash)"
     " VALUES (:session_id, :seq, :store_seq, :turn, :type, :created_at, :body, :hash)"
@@ -473,16 +469,11 @@ class Store:
 
         Every append runs this first, so the lock is held for this, the links' hashes, one
         write statement on PostgreSQL (``_LINK_STATEMENTS``) and the commit."""
-        connection = conn.connection()
-        if self.dialect == "postgresql":
-            row = connection.execute(_LOCK_BOTH_HEADS, {"sid": session_id}).first()
-            heads = None if row is None else (*row, None)
-        else:  # the transaction holds SQLite's write lock from its BEGIN IMMEDIATE
-            row = connection.execute(_READ_BOTH_HEADS, {"sid": session_id}).first()
-            heads = None if row is None else tuple(row)
-        if heads is None:
+        statement = _LOCK_BOTH_HEADS[self.dialect == "postgresql"]
+        row = conn.connection().execute(statement, {"sid": session_id}).first()
+        if row is None:
             raise UnknownIdError(f"no session {session_id!r} in this store")
-        return ChainHeads(*heads)
+        return ChainHeads(*row)
 
     def _append_in(
         self,
@@ -607,9 +598,7 @@ class Store:
             fault_point("snapshot.content_written")
             heads = self._lock_heads(conn, snapshot.session_id)
             if next_turn:
-                last_snapshot_turn = heads.last_snapshot_turn
-                if last_snapshot_turn is None:  # read after the lock: a statement of its own sees now
-                    last_snapshot_turn = conn.connection().execute(_LAST_SNAPSHOT_TURN, {"sid": snapshot.session_id}).scalar_one()
+                last_snapshot_turn = conn.connection().execute(_LAST_SNAPSHOT_TURN, {"sid": snapshot.session_id}).scalar_one()
                 turn = heads.last_turn if last_snapshot_turn < heads.last_turn else heads.last_turn + 1
                 snapshot = snapshot.model_copy(update={"turn": max(turn, 1)})
                 body = canonical_json(snapshot)

@@ -160,6 +160,7 @@ _PLACEHOLDER_VALUE = re.compile(
     """
 )
 _URL_OR_PATH = re.compile(r"://|^(?:[a-z0-9_.~\-]*/)+[a-z0-9_.~\-]*$")
+_WORD_SHAPED = re.compile(r"_*(?:[A-Za-z]+|\d+)(?:[_.\-]+(?:[A-Za-z]+|\d+))*_*")
 _PATH_START = ("/", "./", "../", "~/")
 _LONG_PATH_PART = 16
 """A part of a rooted path this long that is not word-shaped is base64 (``/24gxX0v+Vz…``)."""
@@ -172,7 +173,6 @@ def _is_url_or_path(value: str) -> bool:
         return False
     return all(len(part) < _LONG_PATH_PART or "." in part or _WORD_SHAPED.fullmatch(part)
                for part in value.split("/"))
-_WORD_SHAPED = re.compile(r"_*(?:[A-Za-z]+|\d+)(?:[_.\-]+(?:[A-Za-z]+|\d+))*_*")
 _SECRET_NAME = re.compile(
     r"secret|passw(?:or)?d|passphrase|pwd|token|credential|auth(?:orization)?(?![a-z])"
     r"|(?:api|access|private|auth|signing|encryption|master)[_.\-]?key"
@@ -300,6 +300,8 @@ def _is_name_char(char: str) -> bool:
     return char.isalnum() or char in "_.-"  # what [\w.\-] matches
 
 
+_AUTHORIZATION = r"""authorization\\?["']?\s*[:=]\s*\\?["']?"""
+"""An ``Authorization`` header or field up to its scheme (lowercased; quotes may be escaped)."""
 _E = r"(?![A-Za-z0-9_])"  # a token ends here
 _E_DASH = r"(?![A-Za-z0-9_\-])"  # ... for tokens whose alphabet has "-"
 _B64 = r"[A-Za-z0-9+/=]"
@@ -385,7 +387,7 @@ _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
     _Pattern(
         K.BEARER_TOKEN,
         re.compile(
-            r"""authorization\\?["']?\s*[:=]\s*\\?["']?bearer[ \t]+"""
+            _AUTHORIZATION + r"bearer[ \t]+"
             r"(?P<s>[a-z0-9\-._~+/]{16,}=*)(?![a-z0-9\-._~+/=])"
         ),
         _not_placeholder,
@@ -394,7 +396,7 @@ _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
     _Pattern(  # the other schemes: Basic base64(user:password), GitHub's "token", Digest…
         K.AUTHORIZATION_CREDENTIALS,
         re.compile(
-            r"""authorization\\?["']?\s*[:=]\s*\\?["']?(?:basic|token|digest|negotiate|apikey)[ \t]+"""
+            _AUTHORIZATION + r"(?:basic|token|digest|negotiate|apikey)[ \t]+"
             r"(?P<s>[a-z0-9\-._~+/]{12,}=*)(?![a-z0-9\-._~+/=])"
         ),
         _not_placeholder,

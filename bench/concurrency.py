@@ -265,7 +265,8 @@ def run_scaling(url: str, root: Path, session_ids: list[str], writers: list[int]
     rows = []
     target = append_worker if bare else retrieval_worker
     for count in writers:
-        stop, out = threading.Event(), []  # type: ignore[var-annotated]
+        stop = threading.Event()
+        out: list[tuple[int, int]] = []
         sampler = None
         start_in = 4.0
         if sample is not None:

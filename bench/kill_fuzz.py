@@ -259,8 +259,7 @@ def kill_randomly(lab: Lab, rng: random.Random, *, max_delay: float = 1.5) -> tu
 
 def point_matrix(backend_subset: bool = False) -> list[tuple[str, str]]:
     """Every (point, workload) pair, or one workload per point."""
-    return [(point, workloads[0]) if backend_subset else (point, w)
-            for point, workloads in KILLS_AT.items() for w in (workloads[:1] if backend_subset else workloads)]
+    return [(point, w) for point, workloads in KILLS_AT.items() for w in (workloads[:1] if backend_subset else workloads)]
 
 
 def check_point(lab: Lab, point: str, workload: str) -> list[str]:

@@ -12,7 +12,6 @@ at once for ``--minutes``. Each reports its operations, errors (any exception: t
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import sys
 import tempfile
@@ -23,10 +22,8 @@ from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any
 
-from bench.concurrency import PROJECT, QUESTIONS, prepare_store
+from bench.concurrency import PROJECT, QUESTIONS, REPO, SPAWN, prepare_store
 
-REPO = Path(__file__).resolve().parents[1]
-SPAWN = multiprocessing.get_context("spawn")
 REINDEX_EVERY = 50
 RSS_TARGET = 1.1
 

@@ -20,16 +20,20 @@ with their settings (no fsync).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
+import statistics
 import sys
 import tempfile
 import threading
 import time
 import traceback
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 from multiprocessing.synchronize import Event as EventFlag
 from pathlib import Path
 from typing import Any
@@ -47,6 +51,8 @@ QUESTIONS = (
     "where are calendar month names computed",
 )
 SPAWN = multiprocessing.get_context("spawn")
+START_TIMEOUT_S = 300.0
+"""How long writers wait for each other to be ready (imports on two busy cores)."""
 VERIFY_PAUSE_S = 0.5
 """Between two verify runs during the writes: verify reads the whole store, and on two cores a
 verifier that never paused would take a core from the writers."""
@@ -92,7 +98,7 @@ def prepare_store(url: str, root: Path, sessions: int, *, files: int = 150) -> l
 
 
 def retrieval_worker(url: str, root: str, worker: int, session_ids: list[str], count: int, seconds: float,
-                     start_at: float, results: Queue) -> None:
+                     start: Barrier, results: Queue) -> None:
     """Retrieve ``count`` times (or for ``seconds`` when ``count`` is 0), rotating over the
     shared sessions; put the list of what was returned (or a traceback) on ``results``."""
     try:
@@ -103,7 +109,7 @@ def retrieval_worker(url: str, root: str, worker: int, session_ids: list[str], c
         returned: list[Returned] = []
         with Store.open(url) as store:
             retriever = Retriever(store, workspace_root=Path(root))
-            _wait_until(start_at)
+            start.wait(timeout=START_TIMEOUT_S)
             began = time.perf_counter()
             n = 0
             while (n < count) if count else (time.perf_counter() - began < seconds):
@@ -114,18 +120,19 @@ def retrieval_worker(url: str, root: str, worker: int, session_ids: list[str], c
                 n += 1
             results.put((returned, time.perf_counter() - began))
     except BaseException:  # noqa: BLE001  # the parent reports it: a worker must not die silently
+        start.abort()  # nobody waits for a writer that will not come
         results.put(traceback.format_exc())
 
 
 def append_worker(url: str, root: str, worker: int, session_ids: list[str], count: int, seconds: float,
-                  start_at: float, results: Queue) -> None:
+                  start: Barrier, results: Queue) -> None:
     """``retrieval_worker`` with bare ``user.message`` appends: the store's write path alone."""
     try:
         from scopelens.core.store.store import Store
         from scopelens.core.vocab import EventType
 
         with Store.open(url) as store:
-            _wait_until(start_at)
+            start.wait(timeout=START_TIMEOUT_S)
             began = time.perf_counter()
             n = 0
             while (n < count) if count else (time.perf_counter() - began < seconds):
@@ -134,6 +141,29 @@ def append_worker(url: str, root: str, worker: int, session_ids: list[str], coun
                 n += 1
             results.put(([None] * n, time.perf_counter() - began))
     except BaseException:  # noqa: BLE001  # reported by the parent
+        start.abort()
+        results.put(traceback.format_exc())
+
+
+def round_trip_worker(url: str, root: str, worker: int, session_ids: list[str], count: int, seconds: float,
+                      start: Barrier, results: Queue) -> None:
+    """The named baseline of the scaling runs: ``SELECT 1`` from a bare psycopg connection, no
+    scopelens, no lock. How far this machine lets that many clients' round trips scale at all."""
+    try:
+        import psycopg
+        from sqlalchemy.engine import make_url
+
+        conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            start.wait(timeout=START_TIMEOUT_S)
+            began = time.perf_counter()
+            n = 0
+            while (n < count) if count else (time.perf_counter() - began < seconds):
+                conn.execute("SELECT 1").fetchone()
+                n += 1
+            results.put(([None] * n, time.perf_counter() - began))
+    except BaseException:  # noqa: BLE001  # reported by the parent
+        start.abort()
         results.put(traceback.format_exc())
 
 
@@ -155,22 +185,23 @@ def verify_loop(url: str, stop: EventFlag, results: Queue, pause: float = VERIFY
         results.put((0, [traceback.format_exc()]))
 
 
-def _wait_until(start_at: float) -> None:
-    while time.time() < start_at:
-        time.sleep(0.002)
-
-
 def run_writers(target: Any, url: str, root: Path, session_ids: list[str], processes: int, *, count: int = 0,
-                seconds: float = 0.0, start_in: float = 4.0) -> tuple[list[Any], float]:
-    """Start ``processes`` writers together; what each returned, and the longest's time."""
+                seconds: float = 0.0, on_start: Callable[[], None] | None = None) -> tuple[list[Any], float]:
+    """Start ``processes`` writers together, once every one has imported and opened the store
+    (a barrier: a writer still importing would take CPU from the measured ones); what each
+    returned, and the longest's time. ``on_start`` runs as they start."""
     results: Queue = SPAWN.Queue()
-    start_at = time.time() + start_in
+    start = SPAWN.Barrier(processes + 1)
     workers = [
-        SPAWN.Process(target=target, args=(url, str(root), w, session_ids, count, seconds, start_at, results))
+        SPAWN.Process(target=target, args=(url, str(root), w, session_ids, count, seconds, start, results))
         for w in range(processes)
     ]
     for worker in workers:
         worker.start()
+    with contextlib.suppress(threading.BrokenBarrierError):  # a writer failed: its traceback is queued
+        start.wait(timeout=START_TIMEOUT_S)
+    if on_start is not None:
+        on_start()
     answers = [results.get() for _ in workers]
     for worker in workers:
         worker.join()
@@ -259,45 +290,60 @@ def lock_wait_sampler(conninfo: dict[str, str], database: str, stop: threading.E
     out.append((waiting, samples))
 
 
-def run_scaling(url: str, root: Path, session_ids: list[str], writers: list[int], seconds: float, *, bare: bool,
-                sample: tuple[dict[str, str], str] | None) -> list[dict[str, Any]]:
-    """Appends per second (and lock-wait share on PostgreSQL) for each number of writers."""
+def run_scaling(url: str, root: Path, session_ids: list[str], writers: list[int], seconds: float, *, target: Any,
+                sample: tuple[dict[str, str], str] | None, rounds: int = 1) -> list[dict[str, Any]]:
+    """Appends per second (and lock-wait share on PostgreSQL) for each number of writers
+    running ``target`` (one of ``SCALING``'s workers).
+
+    With ``rounds`` > 1 the writer counts run interleaved (1, 4, 8, 1, 4, 8, ...) and each
+    figure is the median of its rounds: on a shared machine whose speed drifts by minutes,
+    counts measured one after the other compare the machine's moods, not the store."""
+    runs: dict[int, list[tuple[int, float, float | None]]] = {count: [] for count in writers}
+    for _ in range(rounds):
+        for count in writers:
+            stop = threading.Event()
+            out: list[tuple[int, int]] = []
+            sampler = None
+            if sample is not None:
+                sampler = threading.Thread(target=lock_wait_sampler, args=(*sample, stop, out))
+            try:
+                done, elapsed = run_writers(target, url, root, session_ids, count, seconds=seconds,
+                                            on_start=sampler.start if sampler is not None else None)
+            finally:
+                stop.set()
+                if sampler is not None and sampler.is_alive():
+                    sampler.join()
+            share = (out[0][0] / (out[0][1] * count)) if out and out[0][1] else None
+            runs[count].append((len(done), elapsed, share))
     rows = []
-    target = append_worker if bare else retrieval_worker
-    for count in writers:
-        stop = threading.Event()
-        out: list[tuple[int, int]] = []
-        sampler = None
-        start_in = 4.0
-        if sample is not None:
-            sampler = threading.Thread(target=_sample_after, args=(start_in, sample, stop, out))
-            sampler.start()
-        try:
-            done, elapsed = run_writers(target, url, root, session_ids, count, seconds=seconds, start_in=start_in)
-        finally:
-            stop.set()
-            if sampler is not None:
-                sampler.join()
-        share = (out[0][0] / (out[0][1] * count)) if out and out[0][1] else None
-        rows.append({"writers": count, "appends": len(done), "seconds": elapsed, "per_s": len(done) / elapsed,
-                     "lock_wait_share": share})
+    for count, measured in runs.items():
+        rates = [done / elapsed for done, elapsed, _ in measured]
+        shares = [share for _, _, share in measured if share is not None]
+        rows.append({"writers": count, "appends": sum(done for done, _, _ in measured),
+                     "seconds": sum(elapsed for _, elapsed, _ in measured), "per_s": statistics.median(rates),
+                     "rates": rates, "lock_wait_share": statistics.median(shares) if shares else None})
     return rows
-
-
-def _sample_after(delay: float, sample: tuple[dict[str, str], str], stop: threading.Event,
-                  out: list[tuple[int, int]]) -> None:
-    time.sleep(delay)
-    lock_wait_sampler(sample[0], sample[1], stop, out)
 
 
 def _format_scaling(backend: str, what: str, rows: list[dict[str, Any]]) -> list[str]:
     base = rows[0]["per_s"]
-    lines = [f"{backend}, {what}:", "| writers | appends | appends/s | vs one writer | lock wait share |",
-             "|---:|---:|---:|---:|---:|"]
+    lines = [f"{backend}, {what} (median of {len(rows[0]['rates'])} interleaved rounds):",
+             "| writers | appends | appends/s | vs one writer | lock wait share | each round's appends/s |",
+             "|---:|---:|---:|---:|---:|---|"]
     for row in rows:
         share = "n/a" if row["lock_wait_share"] is None else f"{row['lock_wait_share']:.1%}"
-        lines.append(f"| {row['writers']} | {row['appends']} | {row['per_s']:.1f} | {row['per_s'] / base:.2f}x | {share} |")
+        each = ", ".join(f"{rate:.0f}" for rate in row["rates"])
+        lines.append(f"| {row['writers']} | {row['appends']} | {row['per_s']:.1f} | {row['per_s'] / base:.2f}x | {share}"
+                     f" | {each} |")
     return lines
+
+
+SCALING: dict[str, tuple[Any, str]] = {
+    "retrievals": (retrieval_worker, "retrievals (one snapshot append each)"),
+    "bare": (append_worker, "bare event appends"),
+    "round-trips": (round_trip_worker, "baseline: SELECT 1 from bare psycopg clients (no scopelens)"),
+}
+"""The scaling runs: a worker each, and what its table is of."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=4, help="shared sessions the writers rotate over")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each scaling run")
     parser.add_argument("--writers", default="1,4,8", help="writer counts of the scaling runs")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the scaling runs (medians)")
+    parser.add_argument("--only", choices=tuple(SCALING), help="one of the scaling runs")
     parser.add_argument("--skip-volume", action="store_true")
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--verify-pause", type=float, default=VERIFY_PAUSE_S, help="seconds between verify runs")
@@ -339,11 +387,15 @@ def main(argv: list[str] | None = None) -> int:
                 for problem in result.problems:
                     print(f"  PROBLEM: {problem}")
                 failed |= bool(result.problems)
-            for bare in () if args.skip_scaling else (False, True):
-                url, sample = fresh("bare" if bare else "scaling")
+            kinds = [kind for kind in SCALING if (args.only or kind) == kind]
+            for kind in () if args.skip_scaling else kinds:
+                target, what = SCALING[kind]
+                if target is round_trip_worker and backend != "postgresql":
+                    continue
+                url, sample = fresh(kind.replace("-", "_"))
                 sessions = prepare_store(url, root, args.sessions)
-                rows = run_scaling(url, root, sessions, writers, args.seconds, bare=bare, sample=sample)
-                what = "bare event appends" if bare else "retrievals (one snapshot append each)"
+                rows = run_scaling(url, root, sessions, writers, args.seconds, target=target, sample=sample,
+                                   rounds=args.rounds)
                 print("\n".join(_format_scaling(backend, what, rows)), flush=True)
     return 1 if failed else 0
 

@@ -123,12 +123,16 @@ KILLS_AT = {
     "session.row_written": ("retrieve-new",),
     "snapshot.content_written": ("retrieve-new", "retrieve-shared"),
     "snapshot.row_written": ("retrieve-shared",),
-    "append.heads_locked": ("append", "retrieve-new"),
-    "append.linked": ("append", "retrieve-shared"),
+    "append.heads_locked": ("retrieve-new", "append"),
+    "append.linked": ("retrieve-shared", "append"),
     "batch.rows_written": ("import",),
     "index.segment_committed": ("index",),
     "index.before_final_commit": ("index",),
 }
+
+SQLITE_ONLY = {("append.heads_locked", "append"), ("append.linked", "append")}
+"""On PostgreSQL an event appended alone is one statement (``core/store/pg_append.py``): there is
+no point inside it to die at; a snapshot's event still goes through both points."""
 
 
 def _retriever(store: Any, lab: Lab) -> Any:
@@ -257,9 +261,16 @@ def kill_randomly(lab: Lab, rng: random.Random, *, max_delay: float = 1.5) -> tu
     return committed, delay
 
 
-def point_matrix(backend_subset: bool = False) -> list[tuple[str, str]]:
-    """Every (point, workload) pair, or one workload per point."""
-    return [(point, w) for point, workloads in KILLS_AT.items() for w in (workloads[:1] if backend_subset else workloads)]
+def point_matrix(backend: str = "sqlite", *, subset: bool = False) -> list[tuple[str, str]]:
+    """Every (point, workload) pair the backend reaches, or the first of each point's."""
+    pairs = [(point, w) for point, workloads in KILLS_AT.items() for w in workloads
+             if backend == "sqlite" or (point, w) not in SQLITE_ONLY]
+    if not subset:
+        return pairs
+    first: dict[str, str] = {}
+    for point, workload in pairs:
+        first.setdefault(point, workload)
+    return list(first.items())
 
 
 def check_point(lab: Lab, point: str, workload: str) -> list[str]:
@@ -303,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             url = f"sqlite:///{tmp}/{backend}.db" if backend == "sqlite" else server.create_database("kills")
             lab = prepare(url, Path(tmp) / f"ws-{backend}")
             started = time.perf_counter()
-            pairs = point_matrix()
+            pairs = point_matrix(backend)
             problems = [p for point, workload in pairs for p in check_point(lab, point, workload)]
             print(f"{backend}: {len(pairs)} kills at {len(KILLS_AT)} fault-injection points: "
                   f"{len(problems)} problem(s) ({time.perf_counter() - started:.0f} s)", flush=True)

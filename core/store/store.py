@@ -1,7 +1,8 @@
 """The audit store: sessions, hash-chained events, content-addressed blobs and snapshots.
 
 Everything that is appended goes through one write transaction that holds the write lock
-from its start (see ``engine.py``), reads the chain heads, and writes the next links. The
+from its start (see ``engine.py``), reads the chain heads, and writes the next links; on
+PostgreSQL an event appended on its own is one statement doing all three (``pg_append.py``). The
 store head is a chain over every event in append order, so it covers every session head:
 deleting a whole session is caught, not only a changed event.
 """
@@ -55,6 +56,7 @@ from scopelens.core.store.faults import fault_point
 from scopelens.core.store.index_lock import index_run_lock
 from scopelens.core.store.keys import key_path_for, load_or_create_key
 from scopelens.core.store.migrations import MIGRATIONS, MIGRATIONS_TABLE_DDL
+from scopelens.core.store.pg_append import AppendConnection, append_params, appended_event
 from scopelens.core.store.tables import (
     BlobRow,
     EventRow,
@@ -186,6 +188,7 @@ class Store:
         self.ids = ids
         self.dialect = engine.dialect.name
         self._redaction_key = redaction_key
+        self._append_connection = AppendConnection(engine)
 
     @property
     def redaction_key(self) -> RedactionKey:
@@ -248,6 +251,7 @@ class Store:
                     conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
             except DBAPIError:
                 pass  # a busy checkpoint is retried by the next writer; nothing is lost
+        self._append_connection.close()
         self.engine.dispose()
 
     def __enter__(self) -> Store:
@@ -322,14 +326,21 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """A transaction holding the write lock from its start; commits on success."""
+        with self._writing(), self.engine.connect().execution_options(write=True) as conn, conn.begin(), \
+                Session(bind=conn) as session:
+            fault_point("write.begun")
+            yield session
+            session.flush()  # objects added with session.add() are written before commit
+            fault_point("write.before_commit")
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around any write: refused on a read-only store; a database that refuses writes or is
+        damaged is a one-line error."""
         if self.read_only:
             raise ImmutableRecordError("this store was opened read-only")
         try:
-            with self.engine.connect().execution_options(write=True) as conn, conn.begin(), Session(bind=conn) as session:
-                fault_point("write.begun")
-                yield session
-                session.flush()  # objects added with session.add() are written before commit
-                fault_point("write.before_commit")
+            yield
         except DBAPIError as exc:
             if _denies_writing(exc):
                 raise StoreNotWritableError(
@@ -461,8 +472,24 @@ class Store:
         The payload is checked before the transaction: only the links are made under the lock.
         """
         checked = checked_payload(event_type, payload)
+        if self.dialect == "postgresql":
+            return self._append_in_one_statement(session_id, EventType(event_type), checked, turn, created_at)
         with self.write() as conn:
             return self._append_in(conn, session_id, event_type, checked, turn=turn, created_at=created_at, checked=True)
+
+    def _append_in_one_statement(
+        self, session_id: str, event_type: EventType, payload: dict[str, Any], turn: int | None,
+        created_at: datetime | None,
+    ) -> Event:
+        """PostgreSQL: the event and both heads written by one autocommit statement, so the
+        store-head lock is held inside the server only (``pg_append.py``)."""
+        created_at = created_at or self.clock.now()
+        params = append_params(session_id, event_type, payload, turn=turn, created_at=created_at)
+        with self._writing():
+            row = self._append_connection.execute(params)
+        if row is None:
+            raise UnknownIdError(f"no session {session_id!r} in this store")
+        return appended_event(session_id, event_type, payload, created_at, row)
 
     def _lock_heads(self, conn: Session, session_id: str) -> ChainHeads:
         """Take the store-head lock and read both chain heads, in one statement.

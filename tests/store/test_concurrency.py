@@ -35,6 +35,8 @@ def test_concurrent_appends_to_one_session_keep_the_chain(store_url):
     assert report.clean, report.problems
     assert len(events) == 1 + WRITERS * EVENTS_EACH
     assert [e.seq for e in events] == list(range(len(events)))
+    # Each user message opened the next turn, however the writers interleaved.
+    assert [e.turn for e in events] == list(range(len(events)))
     texts = sorted(e.payload["text"] for e in events[1:])
     assert texts == sorted(f"w{w}-{n}" for w in range(WRITERS) for n in range(EVENTS_EACH))
     # Each writer's own events stay in the order it wrote them.

@@ -32,7 +32,7 @@ def test_a_kill_at_every_point_leaves_the_store_as_it_was_and_writable(tmp_path)
 
 def test_a_kill_at_every_point_on_postgresql(postgres_url, tmp_path):
     lab = prepare(postgres_url, tmp_path / "ws")
-    problems = [p for point, workload in point_matrix(backend_subset=True) for p in check_point(lab, point, workload)]
+    problems = [p for point, workload in point_matrix("postgresql", subset=True) for p in check_point(lab, point, workload)]
     assert problems == []
 
 

@@ -161,15 +161,20 @@ class ScopedTools:
 
     def _refuse(self, session_id: str | None, tool: str, arguments: Mapping[str, Any], why: str) -> None:
         """Record a refused call as a tool call that failed, in the session it named (or this
-        run's), then raise: the audit trail shows what a client tried."""
+        run's), then raise: the audit trail shows what a client tried. Both events go in one
+        transaction: a process killed between them would leave a call that never finished."""
         if session_id is None:
             session_id = self._server_session()
         call_id = self.store.ids.new_id("call")
         shown = {key: value for key, value in arguments.items() if _jsonable(value)}
-        self.store.append_event(session_id, EventType.TOOL_STARTED, ToolStartedPayload(
-            call_id=call_id, tool=f"scopelens.{tool}", arguments=redact_values(shown)))
-        self.store.append_event(session_id, EventType.TOOL_FINISHED, ToolFinishedPayload(
-            call_id=call_id, tool=f"scopelens.{tool}", exit_code=1, output_preview=f"refused: {why}"))
+        now = self.store.clock.now()
+        with self.store.batch() as batch:
+            turn = batch.current_turn(session_id)
+            batch.append(session_id, EventType.TOOL_STARTED, ToolStartedPayload(
+                call_id=call_id, tool=f"scopelens.{tool}", arguments=redact_values(shown)), turn=turn, created_at=now)
+            batch.append(session_id, EventType.TOOL_FINISHED, ToolFinishedPayload(
+                call_id=call_id, tool=f"scopelens.{tool}", exit_code=1, output_preview=f"refused: {why}"),
+                turn=turn, created_at=now)
         raise ScopeRefusedError(f"{tool} refused: {why}")
 
     def _session_for(self, named: object) -> str | None:

@@ -90,6 +90,10 @@ class Batch:
                                                   row.updated_at)
         return head
 
+    def current_turn(self, session_id: str) -> int:
+        """The session's last turn as this batch has moved it (the turn an event joins by default)."""
+        return self._head(session_id).last_turn
+
     def append(
         self, session_id: str, event_type: EventType, payload: Contract | dict[str, Any], *, turn: int, created_at: datetime
     ) -> Event:

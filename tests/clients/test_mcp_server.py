@@ -111,6 +111,28 @@ def test_a_client_cannot_widen_the_scope_and_the_attempt_is_recorded(served: Sco
     assert not served.store.snapshots_of(served.session_id)  # nothing was retrieved
 
 
+def test_a_refused_call_is_recorded_whole_or_not_at_all(served: ScopedTools, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scopelens.core.store import batch as batch_module
+    from scopelens.core.store import store as store_module
+
+    checked = store_module.checked_payload
+
+    def failing_on_finish(event_type: EventType, payload: Any) -> dict[str, Any]:
+        if event_type == EventType.TOOL_FINISHED:
+            raise RuntimeError("the store went away between the two events")
+        return checked(event_type, payload)
+
+    assert call(served, "retrieve", {"question": "session token", "project": "elsewhere"}).is_error  # opens the run's session
+    before = served.store.events(served.session_id)
+    assert before[-1].type == EventType.TOOL_FINISHED
+    for module in (batch_module, store_module):
+        monkeypatch.setattr(module, "checked_payload", failing_on_finish)
+    with pytest.raises(RuntimeError):
+        served.retrieve({"question": "session token", "project": "elsewhere"})
+    # Neither event of the refused call: a tool.started alone would read as a call left open.
+    assert served.store.events(served.session_id) == before
+
+
 def test_a_budget_above_the_servers_is_refused(served: ScopedTools) -> None:
     result = call(served, "retrieve", {"question": "session", "max_tokens": 5000})
     assert result.is_error and "budget" in result.content[0].text

@@ -1,7 +1,10 @@
 """Random single-byte changes to an audit store, made through SQL with the triggers dropped:
 ``verify`` must report every one, naming the record.
 
-Run ``python -m bench.tamper_fuzz [--changes 1000] [--seed 0]`` (SQLite). The store holds the
+Run ``python -m bench.tamper_fuzz [--changes 1000] [--seed 0] [--backend sqlite|postgresql]``.
+On SQLite each change is made to a fresh copy of the store; on PostgreSQL (a throw-away
+cluster) it is made with the triggers off (``session_replication_role = replica``, the
+attacker's way past them), committed, verified by a separate connection, and put back. The store holds the
 four sample sessions recorded (events, snapshots and their candidate rows, blobs, session
 heads), a drift run of each of their first snapshots and a confirmation of it, and memory records with their version
 chains. Each change is made to a fresh copy of it:
@@ -29,6 +32,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from scopelens.core.audit.drift import compute_drift
 from scopelens.core.contracts import MemoryRecord
@@ -55,7 +59,8 @@ TABLES = {
 @dataclass(frozen=True)
 class Change:
     table: str
-    rowid: int
+    rowid: int | str
+    """SQLite's rowid, or PostgreSQL's ctid."""
     column: str
     names: tuple[str, ...]
     """The row's identifying values (any of them in a problem counts as naming it)."""
@@ -67,11 +72,21 @@ class Change:
 
 
 def build_store(directory: Path) -> Path:
-    """The fuzzed store: sample sessions, drift runs and memory version chains."""
+    """The fuzzed SQLite store: sample sessions, drift runs and memory version chains."""
     db = directory / "pristine.db"
+    fill_store(str(db), directory)
+    with sqlite3.connect(db) as conn:  # one file to copy: no write-ahead log beside it
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode = DELETE")
+    return db
+
+
+def fill_store(url: str, directory: Path) -> None:
+    """Record the sample sessions into ``url``, drift their first snapshots twice, and write
+    memory records with version chains."""
     (directory / "work").mkdir(parents=True, exist_ok=True)
-    record_scripts(sorted(p.parent for p in SAMPLES.glob("*/script.json")), db=str(db), workdir=directory / "work")
-    with Store.open(str(db)) as store:
+    record_scripts(sorted(p.parent for p in SAMPLES.glob("*/script.json")), db=url, workdir=directory / "work")
+    with Store.open(url) as store:
         for summary in store.list_sessions():
             snapshots = store.snapshots_of(summary.header.id)
             if snapshots:
@@ -83,10 +98,6 @@ def build_store(directory: Path) -> Path:
         import_memories(store, records)
         promote(store, "fuzz-m0")
         deprecate(store, "fuzz-m1")
-    with sqlite3.connect(db) as conn:  # one file to copy: no write-ahead log beside it
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.execute("PRAGMA journal_mode = DELETE")
-    return db
 
 
 def draw_change(db: Path, rng: random.Random) -> Change:
@@ -136,8 +147,13 @@ def caught(pristine: Path, change: Change, scratch: Path) -> tuple[bool, str] | 
                          (change.after, change.rowid))
         except sqlite3.IntegrityError:
             return None
+    return verified(str(scratch), change)
+
+
+def verified(url: str, change: Change) -> tuple[bool, str]:
+    """Whether verify on the changed store reports a problem naming the changed row, and how."""
     try:
-        with Store.open(str(scratch), read_only=True) as store:
+        with Store.open(url, read_only=True) as store:
             problems = verify_store(store).problems
     except Exception as exc:  # noqa: BLE001 (a store that no longer opens is caught, loudly)
         return True, f"refused to open: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -147,17 +163,78 @@ def caught(pristine: Path, change: Change, scratch: Path) -> tuple[bool, str] | 
     return bool(problems and named), "; ".join(f"{p.kind} {p.record}" for p in problems[:3])
 
 
-def run(changes: int, seed: int, directory: Path) -> tuple[Counter[str], Counter[str], list[str]]:
-    pristine = build_store(directory)
-    with Store.open(str(pristine), read_only=True) as store:
+# ---------------------------------------------------------------------------- PostgreSQL
+
+
+def _pg_connect(url: str) -> Any:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    return psycopg.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
+
+
+def draw_pg_change(url: str, rng: random.Random) -> Change:
+    """``draw_change`` on PostgreSQL: the row is named by its ``ctid``."""
+    with _pg_connect(url) as conn:
+        while True:
+            table = rng.choice(sorted(TABLES))
+            ctids = [r[0] for r in conn.execute(f"SELECT ctid::text FROM {table} ORDER BY ctid")]
+            if not ctids:
+                continue
+            ctid = rng.choice(ctids)
+            columns = [r[0] for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
+                (table,))]
+            column = rng.choice(columns)
+            before = conn.execute(f'SELECT "{column}" FROM {table} WHERE ctid = %s::tid', (ctid,)).fetchone()[0]
+            after = _one_byte_changed(before, rng)
+            if after is None or after == before:
+                continue
+            names = conn.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} WHERE ctid = %s::tid", (ctid,)).fetchone()
+            return Change(table, ctid, column, tuple(str(n) for n in names), before, after)
+
+
+def caught_pg(url: str, change: Change) -> tuple[bool, str] | None:
+    """Make ``change`` with the triggers off and commit it; verify; put the value back.
+    ``None`` when the database refuses the change (a unique key would repeat, a number overflow)."""
+    import psycopg
+
+    def update(ctid: str, value: object) -> str:
+        with _pg_connect(url) as conn, conn.transaction():
+            conn.execute("SET LOCAL session_replication_role = replica")
+            row = conn.execute(f'UPDATE {change.table} SET "{change.column}" = %s WHERE ctid = %s::tid RETURNING ctid::text',
+                               (value, ctid)).fetchone()
+            return str(row[0])
+
+    try:
+        changed_at = update(str(change.rowid), change.after)
+    except (psycopg.errors.IntegrityError, psycopg.errors.DataError):
+        return None
+    try:
+        return verified(url, change)
+    finally:
+        update(changed_at, change.before)
+
+
+def run(changes: int, seed: int, directory: Path, postgres_url: str | None = None
+        ) -> tuple[Counter[str], Counter[str], list[str]]:
+    """``changes`` changes to the SQLite store (or, given ``postgres_url``, a PostgreSQL one)."""
+    url = postgres_url or str(build_store(directory))
+    if postgres_url is not None:
+        fill_store(postgres_url, directory)
+    with Store.open(url, read_only=True) as store:
         assert not verify_store(store).problems, "the pristine store must verify clean"
     rng = random.Random(seed)
     made: Counter[str] = Counter()
     found: Counter[str] = Counter()
     missed: list[str] = []
     while sum(made.values()) < changes:
-        change = draw_change(pristine, rng)
-        outcome = caught(pristine, change, directory / "scratch.db")
+        if postgres_url is not None:
+            change = draw_pg_change(postgres_url, rng)
+            outcome = caught_pg(postgres_url, change)
+        else:
+            change = draw_change(Path(url), rng)
+            outcome = caught(Path(url), change, directory / "scratch.db")
         if outcome is None:
             continue
         made[change.table] += 1
@@ -166,6 +243,8 @@ def run(changes: int, seed: int, directory: Path) -> tuple[Counter[str], Counter
             found[change.table] += 1
         else:
             missed.append(f"{change.describe()}: {change.before!r:.60} -> {change.after!r:.60} ({how or 'no problem'})")
+    with Store.open(url, read_only=True) as store:  # on PostgreSQL every change was put back
+        assert not verify_store(store).problems, "the store must verify clean again after the run"
     return made, found, missed
 
 
@@ -173,9 +252,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--changes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--port", type=int, default=55436, help="port of the throw-away PostgreSQL cluster")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        made, found, missed = run(args.changes, args.seed, Path(tmp))
+        if args.backend == "sqlite":
+            made, found, missed = run(args.changes, args.seed, Path(tmp))
+        else:
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+            from tests.support.postgres import PostgresServer
+
+            with PostgresServer(port=args.port) as server:
+                made, found, missed = run(args.changes, args.seed, Path(tmp), server.create_database("tamper"))
     print("| table | changes | reported, naming the row |")
     print("|---|---:|---:|")
     for table in sorted(made):

@@ -1,6 +1,6 @@
 """A derandomized sample of ``python -m bench.tamper_fuzz`` (which makes 1,000 and more):
 random single-byte changes to column values of every audited table, each reported by verify,
-naming the row."""
+naming the row, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.tamper_fuzz import build_store, caught, draw_change
+from bench.tamper_fuzz import build_store, caught, draw_change, run
 
 SEED = 20261203
 CHANGES = 60
+PG_CHANGES = 25
 
 
 @pytest.fixture(scope="module")
@@ -35,3 +36,10 @@ def test_every_single_byte_change_is_reported_naming_its_row(pristine: Path, tmp
             missed.append(f"{change.describe()}: {outcome[1] or 'no problem'}")
     assert missed == []
     assert len(tables) >= 7  # the sample reaches most audited tables
+
+
+def test_every_single_byte_change_on_postgresql_is_reported_naming_its_row(postgres_url: str, tmp_path: Path) -> None:
+    made, found, missed = run(PG_CHANGES, SEED, tmp_path, postgres_url)  # also checks each change was put back
+    assert missed == []
+    assert sum(made.values()) == sum(found.values()) == PG_CHANGES
+    assert len(made) >= 6

@@ -100,23 +100,47 @@ def fill_store(url: str, directory: Path) -> None:
         deprecate(store, "fuzz-m1")
 
 
+@dataclass(frozen=True)
+class _Addressing:
+    """How one backend names a row and lists a table's columns, for ``_draw``."""
+
+    row_ids: str
+    """All rows' addresses, in a stable order (``{table}`` filled in)."""
+    row: str
+    """The condition picking one row by its address (one parameter)."""
+    columns: str
+    """The table's column names, first field of each row (``{table}`` filled in, or its parameter)."""
+
+
+_SQLITE = _Addressing("SELECT rowid FROM {table} ORDER BY rowid", "rowid = ?", "SELECT name FROM pragma_table_info('{table}')")
+_POSTGRES = _Addressing(
+    "SELECT ctid::text FROM {table} ORDER BY ctid", "ctid = %s::tid",
+    "SELECT column_name FROM information_schema.columns WHERE table_name = '{table}' ORDER BY ordinal_position",
+)
+
+
 def draw_change(db: Path, rng: random.Random) -> Change:
-    """A random single-byte change to one column value (not yet made)."""
+    """A random single-byte change to one column value of the SQLite store (not yet made)."""
     with sqlite3.connect(db) as conn:
-        while True:
-            table = rng.choice(sorted(TABLES))
-            rowids = [r[0] for r in conn.execute(f"SELECT rowid FROM {table} ORDER BY rowid")]
-            if not rowids:
-                continue
-            rowid = rng.choice(rowids)
-            columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
-            column = rng.choice(columns)
-            before = conn.execute(f'SELECT "{column}" FROM {table} WHERE rowid = ?', (rowid,)).fetchone()[0]
-            after = _one_byte_changed(before, rng)
-            if after is None or after == before:
-                continue
-            names = conn.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} WHERE rowid = ?", (rowid,)).fetchone()
-            return Change(table, rowid, column, tuple(str(n) for n in names), before, after)
+        return _draw(conn, rng, _SQLITE)
+
+
+def _draw(conn: Any, rng: random.Random, addressing: _Addressing) -> Change:
+    """A table, then a row, then a column at random; a value one byte away (drawn again when
+    there is none, or it is the same)."""
+    while True:
+        table = rng.choice(sorted(TABLES))
+        addresses = [r[0] for r in conn.execute(addressing.row_ids.format(table=table))]
+        if not addresses:
+            continue
+        address = rng.choice(addresses)
+        column = rng.choice([r[0] for r in conn.execute(addressing.columns.format(table=table))])
+        before = conn.execute(f'SELECT "{column}" FROM {table} WHERE {addressing.row}', (address,)).fetchone()[0]
+        after = _one_byte_changed(before, rng)
+        if after is None or after == before:
+            continue
+        names = conn.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} WHERE {addressing.row}", (address,)).fetchone()
+        return Change(table, address, column, tuple(str(n) for n in names), before, after)
 
 
 def _one_byte_changed(value: object, rng: random.Random) -> object | None:
@@ -176,22 +200,7 @@ def _pg_connect(url: str) -> Any:
 def draw_pg_change(url: str, rng: random.Random) -> Change:
     """``draw_change`` on PostgreSQL: the row is named by its ``ctid``."""
     with _pg_connect(url) as conn:
-        while True:
-            table = rng.choice(sorted(TABLES))
-            ctids = [r[0] for r in conn.execute(f"SELECT ctid::text FROM {table} ORDER BY ctid")]
-            if not ctids:
-                continue
-            ctid = rng.choice(ctids)
-            columns = [r[0] for r in conn.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
-                (table,))]
-            column = rng.choice(columns)
-            before = conn.execute(f'SELECT "{column}" FROM {table} WHERE ctid = %s::tid', (ctid,)).fetchone()[0]
-            after = _one_byte_changed(before, rng)
-            if after is None or after == before:
-                continue
-            names = conn.execute(f"SELECT {', '.join(TABLES[table])} FROM {table} WHERE ctid = %s::tid", (ctid,)).fetchone()
-            return Change(table, ctid, column, tuple(str(n) for n in names), before, after)
+        return _draw(conn, rng, _POSTGRES)
 
 
 def caught_pg(url: str, change: Change) -> tuple[bool, str] | None:

@@ -355,12 +355,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each scaling run")
     parser.add_argument("--writers", default="1,4,8", help="writer counts of the scaling runs")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the scaling runs (medians)")
-    parser.add_argument("--only", choices=tuple(SCALING), help="one of the scaling runs")
+    parser.add_argument("--only", help=f"the scaling runs to make, comma-separated, of {', '.join(SCALING)}")
     parser.add_argument("--skip-volume", action="store_true")
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--verify-pause", type=float, default=VERIFY_PAUSE_S, help="seconds between verify runs")
     parser.add_argument("--port", type=int, default=55434, help="port of the throw-away PostgreSQL cluster")
     args = parser.parse_args(argv)
+    unknown = set((args.only or "").split(",")) - set(SCALING) - {""}
+    if unknown:
+        parser.error(f"--only: no scaling run {', '.join(sorted(unknown))}; the runs are {', '.join(SCALING)}")
     sys.path.insert(0, str(REPO))
     from tests.support.postgres import PostgresServer
 
@@ -387,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
                 for problem in result.problems:
                     print(f"  PROBLEM: {problem}")
                 failed |= bool(result.problems)
-            kinds = [kind for kind in SCALING if (args.only or kind) == kind]
+            kinds = [kind for kind in SCALING if args.only is None or kind in args.only.split(",")]
+            scaled: dict[str, list[dict[str, Any]]] = {}
             for kind in () if args.skip_scaling else kinds:
                 target, what = SCALING[kind]
                 if target is round_trip_worker and backend != "postgresql":
@@ -397,7 +401,25 @@ def main(argv: list[str] | None = None) -> int:
                 rows = run_scaling(url, root, sessions, writers, args.seconds, target=target, sample=sample,
                                    rounds=args.rounds)
                 print("\n".join(_format_scaling(backend, what, rows)), flush=True)
+                scaled[kind] = rows
+            if "round-trips" in scaled:
+                print("\n".join(_against_baseline(backend, scaled)), flush=True)
     return 1 if failed else 0
+
+
+def _against_baseline(backend: str, scaled: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Each run's scaling (N writers' rate over one's) as a share of the baseline's."""
+    def ratios(rows: list[dict[str, Any]]) -> dict[int, float]:
+        return {row["writers"]: row["per_s"] / rows[0]["per_s"] for row in rows}
+
+    baseline = ratios(scaled["round-trips"])
+    lines = [f"{backend}, scaling against the baseline (SELECT 1) measured in this run:"]
+    for kind, rows in scaled.items():
+        if kind == "round-trips":
+            continue
+        lines += [f"  {kind}, {n} writers: {ratio:.2f}x against the baseline's {baseline[n]:.2f}x"
+                  f" = {ratio / baseline[n]:.2f} of it" for n, ratio in ratios(rows).items() if n in baseline and n > 1]
+    return lines
 
 
 if __name__ == "__main__":

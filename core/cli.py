@@ -11,15 +11,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from scopelens.core import __version__
-from scopelens.core.commands import COMMAND_MODULE_NAMES, COMMANDS, command_modules
+from scopelens.core.commands import COMMAND_MODULE_NAMES, COMMANDS, DEFAULT_STORE, command_modules
 from scopelens.core.errors import ScopelensError, StoreUnavailableError
 from scopelens.core.textsafety import escape_controls
-
-DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
 
 
 def store_url(explicit: str | None) -> str:

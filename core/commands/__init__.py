@@ -9,7 +9,12 @@ sub-command; a test checks it against what the modules register.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from types import ModuleType
+
+DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
+"""The store a command uses when neither ``--db`` nor ``$SCOPELENS_DB`` names one (relative:
+the current directory's; ``scopelens mcp`` takes it under its workspace)."""
 
 COMMAND_MODULE_NAMES = (
     "store_commands",

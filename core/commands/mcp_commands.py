@@ -11,9 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from scopelens.core.commands import DEFAULT_STORE
 from scopelens.core.errors import InvalidInputError
-
-DEFAULT_STORE = Path(".scopelens") / "scopelens.db"
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

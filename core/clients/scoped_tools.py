@@ -88,19 +88,24 @@ class ScopedTools:
         """Re-index the workspace if it changed since the last call; whether a run was made.
 
         With nothing changed since the last call this is one ``stat`` per file and directory
-        (``stat_cache``); otherwise ``stat_check``, then an incremental index run if needed.
+        (``stat_cache``). Otherwise the workspace is recorded again, then indexed: two walks.
+        The record comes first, so a change made while the index runs differs from it and is
+        seen by the next call. Only the first call asks ``stat_check`` (the store may already
+        hold this workspace, indexed by another process); a later one knows something changed.
         No file is read and no index version is made when nothing changed."""
         if self._seen is not None and self._seen.unchanged():
             return False
         scope = self.scope
+        first_call = self._seen is None
+        seen = WorkspaceStats.record(scope.workspace, max_bytes=scope.max_bytes)
         made = False
-        if unchanged_by_stat(scope.db, scope.workspace, project=scope.project, branch=scope.branch,
-                             classifier=self.classifier, max_bytes=scope.max_bytes) is None:
+        if not first_call or unchanged_by_stat(scope.db, scope.workspace, project=scope.project, branch=scope.branch,
+                                               classifier=self.classifier, max_bytes=scope.max_bytes) is None:
             report = index_workspace(self.store, scope.workspace, project=scope.project, branch=scope.branch,
                                      classifier=self.classifier, max_bytes=scope.max_bytes)
             made = not report.nothing_changed
             self.reindexed += made
-        self._seen = WorkspaceStats.record(scope.workspace, max_bytes=scope.max_bytes)
+        self._seen = seen
         return made
 
     # ------------------------------------------------------------------ retrieval

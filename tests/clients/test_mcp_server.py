@@ -177,6 +177,36 @@ def test_an_unchanged_workspace_is_not_reindexed_and_a_changed_one_is(served: Sc
     assert served.reindexed == runs_before + 1
 
 
+def test_a_change_costs_two_walks_of_the_workspace_not_three(served: ScopedTools, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scopelens.core.clients import stat_cache
+    from scopelens.core.index import indexer, stat_check, walker
+
+    walks: list[str] = []
+
+    def counted(module: str) -> Any:
+        def walk(*args: Any, **kwargs: Any) -> Any:
+            walks.append(module)
+            return walker.walk_workspace(*args, **kwargs)
+        return walk
+
+    for module in (stat_cache, indexer, stat_check):
+        monkeypatch.setattr(module, "walk_workspace", counted(module.__name__.rsplit(".", 1)[-1]))
+    workspace = served.scope.workspace
+    hour_ago = time.time_ns() - 3600 * 10**9  # times the record trusts (directories' too)
+    for path in [workspace, *workspace.rglob("*")]:
+        os.utime(path, ns=(hour_ago, hour_ago))
+    served.refresh_index()  # the first look after the fixture's: recorded, and checked by stat_check
+    walks.clear()
+    assert served.refresh_index() is False and walks == []  # nothing changed: stats only
+    changed = workspace / "src" / "cache.py"
+    changed.write_text("def cache_session(session):\n    return {'session': session, 'kept': True}\n")
+    os.utime(changed, ns=(hour_ago + 10**9, hour_ago + 10**9))
+    assert served.refresh_index() is True
+    assert sorted(walks) == ["indexer", "stat_cache"]  # recorded, then indexed: no stat_check between
+    walks.clear()
+    assert served.refresh_index() is False and walks == []  # and the record made then holds
+
+
 def test_one_round_trip_over_stdio(served: ScopedTools, tmp_path: Path) -> None:
     """``scopelens mcp`` as a subprocess, through the SDK's stdio client."""
     params = StdioServerParameters(

@@ -65,6 +65,7 @@ RETURNING hashed.head_seq + 1, hashed.store_seq + 1, hashed.turn, hashed.session
 """
 """The statement, in psycopg's parameter style."""
 
+
 class AppendConnection:
     """One autocommit connection a PostgreSQL store keeps for its appends.
 
@@ -73,8 +74,9 @@ class AppendConnection:
     machine writers spent it while others waited. The connection is checked out once (the
     pool pings it then) and used by one thread at a time. Before each append it looks, without
     waiting, whether the server sent anything since the last: a connection the server closed
-    (a restart, an administrator's terminate) is found so and replaced, as the pool's ping would. One that
-    breaks during an append is dropped and the error raised as SQLAlchemy's, like any write's.
+    (a restart, an administrator's terminate) is found so and replaced, as the pool's ping
+    would. One that breaks during an append is dropped and the error raised as SQLAlchemy's,
+    like any write's.
     """
 
     def __init__(self, engine: Engine) -> None:
@@ -114,11 +116,19 @@ class AppendConnection:
             proxied.close()
 
     def close(self) -> None:
+        """Give the connection back to the pool (which the store disposes of next), or drop it
+        if it is no longer usable."""
         with self._lock:
-            if self._proxied is not None:
-                proxied, self._proxied = self._proxied, None
-                proxied.driver_connection.autocommit = False  # type: ignore[union-attr]
-                proxied.close()  # back to the pool, which the store disposes of next
+            proxied = self._proxied
+            if proxied is None:
+                return
+            kept: Any = proxied.driver_connection
+            if kept.closed or kept.broken:
+                self._drop()
+                return
+            self._proxied = None
+            kept.autocommit = False
+            proxied.close()
 
 
 def append_params(

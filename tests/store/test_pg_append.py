@@ -146,3 +146,13 @@ def test_an_append_cancelled_in_the_server_fails_alone_and_the_next_one_goes_thr
         assert (event.seq, event.turn) == (1, 1)
         assert [e.payload["text"] for e in store.events(session.id)[1:]] == ["after"]
         assert verify_store(store).clean
+
+
+def test_a_store_whose_kept_connection_the_server_closed_still_closes_cleanly(postgres_url):
+    store = Store.open(postgres_url, create=True)
+    store.create_session(project="p", session_id="s-close")
+    store.append_event("s-close", EventType.USER_MESSAGE, {"text": "kept"})
+    _terminate_append_backend(store)
+    store.close()  # no error: the dead connection is dropped, not handed back
+    with Store.open(postgres_url, read_only=True) as reopened:
+        assert [e.payload.get("text") for e in reopened.events("s-close")[1:]] == ["kept"]

@@ -151,10 +151,10 @@ def round_trip_worker(url: str, root: str, worker: int, session_ids: list[str], 
     scopelens, no lock. How far this machine lets that many clients' round trips scale at all."""
     try:
         import psycopg
-        from sqlalchemy.engine import make_url
 
-        conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-        with psycopg.connect(conninfo, autocommit=True) as conn:
+        from tests.support.postgres import libpq_url
+
+        with psycopg.connect(libpq_url(url), autocommit=True) as conn:
             start.wait(timeout=START_TIMEOUT_S)
             began = time.perf_counter()
             n = 0
@@ -319,8 +319,7 @@ def run_scaling(url: str, root: Path, session_ids: list[str], writers: list[int]
     for count, measured in runs.items():
         rates = [done / elapsed for done, elapsed, _ in measured]
         shares = [share for _, _, share in measured if share is not None]
-        rows.append({"writers": count, "appends": sum(done for done, _, _ in measured),
-                     "seconds": sum(elapsed for _, elapsed, _ in measured), "per_s": statistics.median(rates),
+        rows.append({"writers": count, "appends": sum(done for done, _, _ in measured), "per_s": statistics.median(rates),
                      "rates": rates, "lock_wait_share": statistics.median(shares) if shares else None})
     return rows
 

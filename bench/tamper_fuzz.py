@@ -192,9 +192,10 @@ def verified(url: str, change: Change) -> tuple[bool, str]:
 
 def _pg_connect(url: str) -> Any:
     import psycopg
-    from sqlalchemy.engine import make_url
 
-    return psycopg.connect(make_url(url).set(drivername="postgresql").render_as_string(hide_password=False))
+    from tests.support.postgres import libpq_url
+
+    return psycopg.connect(libpq_url(url))
 
 
 def draw_pg_change(url: str, rng: random.Random) -> Change:

@@ -26,13 +26,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 
 # Seconds that pg_ctl may wait for the server to start / stop.
 PG_CTL_TIMEOUT = 60
 # Unix socket paths are limited to ~107 bytes; keep the socket directory short.
 _MAX_SOCKET_DIR_LEN = 80
 _UNPRIVILEGED_USER = "nobody"
+
+
+def libpq_url(url: str) -> str:
+    """A store's SQLAlchemy URL (``postgresql+psycopg://…``) as ``psycopg.connect`` takes it."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 class PostgresUnavailable(RuntimeError):

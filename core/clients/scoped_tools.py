@@ -90,16 +90,17 @@ class ScopedTools:
         With nothing changed since the last call this is one ``stat`` per file and directory
         (``stat_cache``). Otherwise the workspace is recorded again, then indexed: two walks.
         The record comes first, so a change made while the index runs differs from it and is
-        seen by the next call. Only the first call asks ``stat_check`` (the store may already
-        hold this workspace, indexed by another process); a later one knows something changed.
+        seen by the next call. With no record to compare (the first call, or one whose times
+        were too recent to trust) ``stat_check`` is asked first: the store may already hold
+        this workspace, indexed by another process; with one, something changed.
         No file is read and no index version is made when nothing changed."""
         if self._seen is not None and self._seen.unchanged():
             return False
         scope = self.scope
-        first_call = self._seen is None
+        compared = self._seen is not None
         seen = WorkspaceStats.record(scope.workspace, max_bytes=scope.max_bytes)
         made = False
-        if not first_call or unchanged_by_stat(scope.db, scope.workspace, project=scope.project, branch=scope.branch,
+        if compared or unchanged_by_stat(scope.db, scope.workspace, project=scope.project, branch=scope.branch,
                                                classifier=self.classifier, max_bytes=scope.max_bytes) is None:
             report = index_workspace(self.store, scope.workspace, project=scope.project, branch=scope.branch,
                                      classifier=self.classifier, max_bytes=scope.max_bytes)

@@ -38,7 +38,7 @@ from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import IndexChangedError, UnreadableFileError
 from scopelens.core.index.compaction import compact_line
 from scopelens.core.index.languages import language_of
-from scopelens.core.index.prepare import PreparedDocument, prepare_all, prepare_document
+from scopelens.core.index.prepare import FileOnDisk, PreparedDocument, Unreadable, prepare_all, prepare_document
 from scopelens.core.index.report import IndexReport, index_version
 from scopelens.core.index.run_writer import SEGMENT_BYTES, RunWriter, clean_interrupted_runs, record_mtimes
 from scopelens.core.index.sources import SourceClassifier
@@ -111,7 +111,7 @@ def index_workspace(
         _set_version(store, report)
         writer = RunWriter(store, report, live, mtimes=diff.mtimes, refreshed=diff.refreshed)
         documents = prepare_all(
-            diff.read_pending(), classifier=classifier, key=store.redaction_key, workers=workers,
+            diff.pending, classifier=classifier, key=store.redaction_key, workers=workers,
             total_bytes=diff.pending_bytes,
         )
         for segment in _segments(diff.kept(documents)):
@@ -158,8 +158,9 @@ class _Diff:
     refreshed: dict[int, int] = field(default_factory=dict)
     """``live version id -> trusted time`` for unchanged files whose recorded time differs."""
     """Every walked path, read or not: a path not in it whose version is live was removed."""
-    pending: list[tuple[str, Path]] = field(default_factory=list)
-    """Files that differ from their live version (or have none), to be prepared, in walk order."""
+    pending: list[FileOnDisk] = field(default_factory=list)
+    """Files that differ from their live version (or have none), to be prepared (read again
+    where they are prepared, so they are not all held), in walk order."""
     pending_bytes: int = 0
 
     def add(self, entry: WalkedFile) -> None:
@@ -189,7 +190,7 @@ class _Diff:
         if previous is not None and previous.content_hash == digest:
             self.report.reclassified.append(entry.rel_path)
         (self.report.changed if previous else self.report.added).append(entry.rel_path)
-        self.pending.append((entry.rel_path, entry.abs_path))
+        self.pending.append(FileOnDisk(entry.rel_path, entry.abs_path, len(data)))
         self.pending_bytes += len(data)
 
     def _unchanged(self, path: str, digest: str, previous: LiveDocument | None) -> bool:
@@ -203,22 +204,15 @@ class _Diff:
             and self.classifier.source_of(path, language_of(path)).value == previous.source
         )
 
-    def read_pending(self) -> Iterator[tuple[str, bytes]]:
-        """The pending files' bytes, read again as they are prepared (so they are not all
-        held); a file unreadable now is skipped, and leaves the report's lists."""
-        for path, abs_path in self.pending:
-            try:
-                data = abs_path.read_bytes()
-            except OSError as exc:
-                self._forget(path)
-                self.report.skipped.append(SkippedPath(path, "unreadable", exc.strerror or str(exc)))
-                continue
-            yield path, data
-
-    def kept(self, documents: Iterable[PreparedDocument]) -> Iterator[PreparedDocument]:
+    def kept(self, documents: Iterable[PreparedDocument | Unreadable]) -> Iterator[PreparedDocument]:
         """``documents`` but those whose bytes, read again, are their live version's (the file
-        changed back between the two reads): those count as unchanged."""
+        changed back between the two reads): those count as unchanged. A file unreadable now
+        is skipped, and leaves the report's lists."""
         for document in documents:
+            if isinstance(document, Unreadable):
+                self._forget(document.path)
+                self.report.skipped.append(SkippedPath(document.path, "unreadable", document.message))
+                continue
             if self._unchanged(document.path, document.content_hash, self.live.get(document.path)):
                 self._forget(document.path)
                 self.report.unchanged += 1

@@ -18,6 +18,8 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import NamedTuple
 
 from scopelens.core.hashing import canonical_json
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source
@@ -36,6 +38,30 @@ IN_FLIGHT_PER_WORKER = 3
 caller writes or prepares, few enough that memory does not grow with the corpus."""
 OWN_AHEAD = 2
 """Batches this process prepares ahead of the worker's batch it is waiting for."""
+
+
+class FileOnDisk(NamedTuple):
+    """A file to prepare, read by whichever process prepares it (a worker reads its own files:
+    sending their bytes through a pipe cost the indexing process more than reading them)."""
+
+    path: str
+    """The path it is indexed under."""
+    location: Path
+    """Where to read it."""
+    size: int
+    """Its size when it was walked: only for cutting batches of about ``BATCH_BYTES``."""
+
+
+ToPrepare = tuple[str, bytes] | FileOnDisk
+"""A file's path and bytes, or a file to read."""
+
+
+class Unreadable(NamedTuple):
+    """A ``FileOnDisk`` that could not be read when it was to be prepared (removed meanwhile,
+    say): the caller reports it as skipped."""
+
+    path: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -69,18 +95,25 @@ def prepare_document(
 ) -> PreparedDocument:
     """Decode, redact (records hashed under ``key``), chunk and count the terms of one file."""
     [document] = prepare_batch([(path, data)], classifier, key)
+    assert isinstance(document, PreparedDocument)  # bytes given: nothing to read
     return document if replaces is None else replace(document, replaces=replaces)
 
 
 def prepare_batch(
-    files: Sequence[tuple[str, bytes]], classifier: SourceClassifier, key: RedactionKey
-) -> list[PreparedDocument]:
-    """Prepare several files; their terms are counted in one call, so numpy's per-call cost is
-    paid once per batch instead of once per file (most files are small), and the documents
-    share one list of term strings (sent back from a worker once)."""
+    files: Sequence[ToPrepare], classifier: SourceClassifier, key: RedactionKey
+) -> list[PreparedDocument | Unreadable]:
+    """Prepare several files (reading those on disk); their terms are counted in one call, so
+    numpy's per-call cost is paid once per batch instead of once per file (most files are
+    small), and the documents share one list of term strings (sent back from a worker once).
+    A file on disk that cannot be read gives an ``Unreadable`` in its place."""
     decoded = []
     units: list[tuple[str, ...]] = []
-    for path, data in files:
+    unreadable: dict[int, Unreadable] = {}
+    for at, item in enumerate(files):
+        path, data = _read(item)
+        if isinstance(data, Unreadable):
+            unreadable[at] = data
+            continue
         language = language_of(path)
         text, _had_errors = decode_source(data)
         redacted, redactions = redaction_records(text, key)
@@ -88,7 +121,7 @@ def prepare_batch(
         decoded.append((path, language, data, redactions, chunks, len(units)))
         units += map(_pieces, chunks)
     counts = count_terms(units)
-    return [
+    documents: list[PreparedDocument | Unreadable] = [
         PreparedDocument(
             path=path,
             language=language,
@@ -102,6 +135,18 @@ def prepare_batch(
         )
         for path, language, data, redactions, chunks, first_unit in decoded
     ]
+    for at in sorted(unreadable):
+        documents.insert(at, unreadable[at])
+    return documents
+
+
+def _read(item: ToPrepare) -> tuple[str, bytes | Unreadable]:
+    if not isinstance(item, FileOnDisk):
+        return item
+    try:
+        return item.path, item.location.read_bytes()
+    except OSError as exc:
+        return item.path, Unreadable(item.path, exc.strerror or str(exc))
 
 
 def _pieces(chunk: Chunk) -> tuple[str, ...]:
@@ -109,14 +154,15 @@ def _pieces(chunk: Chunk) -> tuple[str, ...]:
 
 
 def prepare_all(
-    files: Iterable[tuple[str, bytes]],
+    files: Iterable[ToPrepare],
     *,
     classifier: SourceClassifier,
     key: RedactionKey,
     workers: int | None = None,
     total_bytes: int | None = None,
-) -> Iterator[PreparedDocument]:
-    """Prepare ``(path, data)`` files, yielding documents in the same order, as they come.
+) -> Iterator[PreparedDocument | Unreadable]:
+    """Prepare files (``(path, data)``, or ``FileOnDisk`` read where they are prepared),
+    yielding documents (or ``Unreadable``) in the same order, as they come.
 
     ``workers`` helper processes prepare batches alongside this one (default: one fewer than
     the cores, and none when ``total_bytes``, the bytes to prepare if known, is below
@@ -124,14 +170,14 @@ def prepare_all(
     batch itself whenever the next one to yield is not ready yet, so it is never idle while
     it waits, and one process fewer is started than there are cores.
 
-    ``files`` is read as it is consumed: at most ``IN_FLIGHT_PER_WORKER`` batches per worker,
-    and ``OWN_AHEAD`` of this process, are prepared ahead of the document being yielded, so
-    the files' bytes need not all be held.
+    ``files`` is consumed as it is prepared: at most ``IN_FLIGHT_PER_WORKER`` batches per
+    worker, and ``OWN_AHEAD`` of this process, are prepared ahead of the document being
+    yielded, so the files' bytes need not all be held.
     """
     if workers is None:
         if total_bytes is None:
             files = list(files)
-            total_bytes = sum(len(data) for _, data in files)
+            total_bytes = sum(map(_size, files))
         workers = (os.cpu_count() or 1) - 1 if total_bytes >= POOL_MIN_BYTES else 0
     batches = _batches(files)
     if workers < 1:
@@ -154,15 +200,17 @@ class _Slot:
 
     __slots__ = ("documents", "worker")
 
-    def __init__(self, worker: PreparingWorker | None, documents: list[PreparedDocument] | None = None) -> None:
+    def __init__(
+        self, worker: PreparingWorker | None, documents: list[PreparedDocument | Unreadable] | None = None
+    ) -> None:
         self.worker = worker
         self.documents = documents
 
 
 def _prepare_alongside(
-    batches: Iterator[list[tuple[str, bytes]]], pool: list[PreparingWorker], classifier: SourceClassifier,
+    batches: Iterator[list[ToPrepare]], pool: list[PreparingWorker], classifier: SourceClassifier,
     key: RedactionKey,
-) -> Iterator[PreparedDocument]:
+) -> Iterator[PreparedDocument | Unreadable]:
     """``prepare_all``'s schedule. Answers are read as soon as they arrive, so a worker always
     has ``IN_FLIGHT_PER_WORKER`` batches to do; while the oldest batch is a worker's and not
     answered yet, this process prepares the next batch itself (at most ``OWN_AHEAD`` ahead)."""
@@ -170,7 +218,7 @@ def _prepare_alongside(
     waiting: dict[PreparingWorker, deque[_Slot]] = {worker: deque() for worker in pool}  # per worker
     exhausted = False
 
-    def next_batch() -> list[tuple[str, bytes]] | None:
+    def next_batch() -> list[ToPrepare] | None:
         nonlocal exhausted
         batch = None if exhausted else next(batches, None)
         exhausted = batch is None
@@ -209,14 +257,18 @@ def _prepare_alongside(
         yield from slot.documents or ()
 
 
-def _batches(files: Iterable[tuple[str, bytes]]) -> Iterator[list[tuple[str, bytes]]]:
-    batch: list[tuple[str, bytes]] = []
+def _batches(files: Iterable[ToPrepare]) -> Iterator[list[ToPrepare]]:
+    batch: list[ToPrepare] = []
     size = 0
     for item in files:
         batch.append(item)
-        size += len(item[1])
+        size += _size(item)
         if size >= BATCH_BYTES:
             yield batch
             batch, size = [], 0
     if batch:
         yield batch
+
+
+def _size(item: ToPrepare) -> int:
+    return item.size if isinstance(item, FileOnDisk) else len(item[1])

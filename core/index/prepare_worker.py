@@ -5,10 +5,11 @@ a ``spawn`` pool also starts a resource-tracker process (12 MiB, measured), and 
 add threads and locks this needs none of. The protocol is one pickle per message on the
 worker's stdin and stdout, each preceded by its length (8 bytes, little-endian):
 
-* parent -> worker: ``(classifier, key)`` once, then one batch ``[(path, data), ...]`` per
-  message; closing stdin ends the worker;
-* worker -> parent: ``("ok", [PreparedDocument, ...])`` or ``("error", traceback)`` per batch,
-  in the order the batches were sent.
+* parent -> worker: ``(classifier, key)`` once, then one batch of files per message
+  (``prepare.ToPrepare``: mostly ``FileOnDisk``, which the worker reads itself); closing
+  stdin ends the worker;
+* worker -> parent: ``("ok", [PreparedDocument or Unreadable, ...])`` or
+  ``("error", traceback)`` per batch, in the order the batches were sent.
 
 The worker reads its stdin and writes its stdout on threads: the parent can always send the
 next batch (two full pipes would otherwise wait for each other), and the worker goes on with
@@ -97,7 +98,8 @@ class PreparingWorker:
         self.in_flight = 0
         send_message(self._to_worker, (classifier, key))
 
-    def submit(self, batch: Sequence[tuple[str, bytes]]) -> None:
+    def submit(self, batch: Sequence[object]) -> None:
+        """Send a batch of files to prepare (``prepare.ToPrepare`` items)."""
         send_message(self._to_worker, list(batch))
         self.in_flight += 1
 
@@ -145,7 +147,7 @@ def serve() -> None:
     if setup is None:
         return
     classifier, key = setup
-    inbox: queue.SimpleQueue[list[tuple[str, bytes]] | None] = queue.SimpleQueue()
+    inbox: queue.SimpleQueue[list[Any] | None] = queue.SimpleQueue()
 
     def read_inbox() -> None:
         try:

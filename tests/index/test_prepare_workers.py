@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scopelens.core.index.prepare import BATCH_BYTES, PreparedDocument, prepare_all
+from scopelens.core.index.prepare import BATCH_BYTES, FileOnDisk, PreparedDocument, Unreadable, prepare_all
 from scopelens.core.index.prepare_worker import PIPE_BYTES, PreparingWorker
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.redact import RedactionKey
@@ -121,3 +121,35 @@ def test_the_pipes_to_and_from_a_worker_hold_a_whole_batch() -> None:
         worker.close()
     assert sizes == [PIPE_BYTES, PIPE_BYTES]
     assert PIPE_BYTES >= BATCH_BYTES
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_files_on_disk_are_read_where_they_are_prepared(tmp_path: Path, workers: int) -> None:
+    """A worker is sent paths, not bytes; a file gone by then comes back in its place as
+    ``Unreadable``, and the others are what their bytes give."""
+    given = files()
+    on_disk: list[FileOnDisk] = []
+    for path, data in given:
+        location = tmp_path / path
+        location.parent.mkdir(parents=True, exist_ok=True)
+        location.write_bytes(data)
+        on_disk.append(FileOnDisk(path, location, len(data)))
+    gone = on_disk[1]
+    gone.location.unlink()
+    prepared = list(prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, workers=workers))
+    expected = [counted(d) for d in prepare_all(given, classifier=SourceClassifier(), key=KEY, workers=0)]
+    assert isinstance(prepared[1], Unreadable) and prepared[1].path == gone.path
+    assert "No such file" in prepared[1].message
+    rest = [counted(d) for d in prepared if isinstance(d, PreparedDocument)]
+    assert rest == expected[:1] + expected[2:]
+
+
+def counted(document: PreparedDocument | Unreadable) -> tuple[object, ...]:
+    """A document with its terms counted per chunk (the batch's shared term list differs when
+    the batch holds other files)."""
+    assert isinstance(document, PreparedDocument)
+    terms = document.terms
+    return (
+        document.path, document.content_hash, document.source, document.redactions, document.chunks,
+        [terms.unit(u) for u in range(len(document.chunks))], terms.lengths.tolist(),
+    )

@@ -259,3 +259,25 @@ def test_a_retrieval_during_an_index_run_does_not_wait_for_it(
         assert retriever.retrieve(FIX_TEST, project="alpha").snapshot.pins.index_version == "alpha@-#2"
     finally:
         lab.close()
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_file_removed_between_the_diff_and_its_preparation_is_skipped(tmp_path: Path, workers: int) -> None:
+    """Files are read again where they are prepared (a worker reads its own): one gone by then
+    is reported as skipped, is not written, and leaves the added list."""
+    root = tmp_path / "ws"
+    write(root, _workspace(1))
+    doomed = root / "src/handlers/module_03.py"
+    last = sorted(_workspace(1))[-1]
+
+    def progress(done: int, total: int, path: str) -> None:
+        if path == last:  # every earlier file has been diffed by now
+            doomed.unlink()
+
+    with Store.open(str(tmp_path / "s.db"), create=True) as store:
+        report = index_workspace(store, root, project="alpha", workers=workers, progress=progress)
+        live = live_documents(store, project="alpha", branch="", root=str(root.resolve()))
+    assert [(s.rel_path, s.reason) for s in report.skipped] == [("src/handlers/module_03.py", "unreadable")]
+    assert "src/handlers/module_03.py" not in report.added
+    assert "src/handlers/module_03.py" not in live
+    assert len(live) == len(_workspace(1)) - 1

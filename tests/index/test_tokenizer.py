@@ -176,13 +176,20 @@ def test_counting_a_large_vocabulary_keeps_the_caches_bounded() -> None:
     assert tokenizer._expand.cache_info().currsize == query_cache_before
 
 
+def _kept(token: str) -> bool:
+    """The rule for a term to be kept: a single letter, or longer and not all underscores."""
+    if len(token) == 1:
+        return token.isalpha()
+    return bool(token.strip("_"))
+
+
 def _reference_terms(word: str) -> tuple[str, ...]:
     """The expansion rules of the module doc, level by level with no shortcut (what
     ``tokenize`` did before the expansion skipped levels): the oracle for ``_word_terms``."""
     from scopelens.core.index import tokenizer
 
     if re.fullmatch(r"[a-z0-9]+", word):
-        return (word,) if tokenizer._keep(word) else ()
+        return (word,) if _kept(word) else ()
     out = [word.lower()] if len(word) <= tokenizer._MAX_WHOLE else []
     pieces = [word]
     splitters = (
@@ -203,7 +210,7 @@ def _reference_terms(word: str) -> tuple[str, ...]:
             humps = tokenizer._CAMEL.findall(piece)
             if len(humps) > 1:
                 out += [h.lower() for h in humps]
-    return tuple(t for t in out if tokenizer._keep(t))
+    return tuple(t for t in out if _kept(t))
 
 
 WORD_PARTS = st.sampled_from(["a", "B", "x9", "HTTP", "Server", "_", "__", "1", "42", "ß", "Ü", "Σ", "ΑΣ", "ǅ", "İ"])

@@ -4,6 +4,7 @@ bench.index_bench --e2e``, never a timed unit test)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from bench import index_e2e
 
@@ -55,3 +56,19 @@ def test_rows_compare_against_the_targets() -> None:
     assert rows["no-op re-index vs full, wall (1x)"]["pass"] is True  # 0.6 <= 0.5 + 0.25
     text = index_e2e.format_e2e({"copies": 10, "one": one, "many": many, "rows": list(rows.values())})
     assert "FAIL" in text and "| 10x | ours | 60.00 |" in text
+
+
+def test_the_measured_runs_find_scopelens_compiled_as_after_an_install(tmp_path, monkeypatch) -> None:
+    """A sandbox's PYTHONDONTWRITEBYTECODE would make every measured run compile scopelens
+    from source (about 0.4 s), which no installed copy does: the bench removes it and warms up."""
+    import importlib.util
+
+    from scopelens.core.index import prepare_worker
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = index_e2e.user_environment()
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["SCOPELENS_DB"] == ""
+    cached = Path(importlib.util.cache_from_source(prepare_worker.__file__))
+    cached.unlink(missing_ok=True)
+    index_e2e.warm_up(tmp_path, env)
+    assert cached.is_file()

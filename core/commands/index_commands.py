@@ -7,10 +7,12 @@ of an unchanged workspace is answered by ``stat_check`` before any of them is lo
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
@@ -19,13 +21,17 @@ from scopelens.core.contracts import utc
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.index.report import IndexReport
 from scopelens.core.index.sources import SourceClassifier
-from scopelens.core.index.stat_check import unchanged_by_stat
+from scopelens.core.index.stat_check import StatCheck, check_by_stat
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.walker import git_branch
 from scopelens.core.output import console, literal, plain_row, print_json, progress_console, shows_progress
 from scopelens.core.pipeline.policy import find_policy
 from scopelens.core.textsafety import clip, short
 from scopelens.core.vocab import Source
+
+if TYPE_CHECKING:
+    from scopelens.core.index.prepare import HeadStart
+    from scopelens.core.index.walker import WalkedFile
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -94,12 +100,13 @@ def run_index(args: argparse.Namespace) -> int:
     policy = find_policy(args.path, args.policy)
     classifier = SourceClassifier().with_globs(policy.rule_globs, policy.decision_globs)
     branch = args.branch if args.branch is not None else git_branch(args.path)
-    unchanged = None if args.rehash else unchanged_by_stat(
+    checked = StatCheck(None, None) if args.rehash else check_by_stat(
         args.db, args.path, project=args.project, branch=branch or "", classifier=classifier, max_bytes=args.max_bytes
     )
-    if unchanged is not None:
-        _print_index_report(unchanged, as_json=args.json)
+    if checked.unchanged is not None:
+        _print_index_report(checked.unchanged, as_json=args.json)
         return 0
+    head_start = start_preparing(args.db, checked.to_read, classifier=classifier, workers=args.workers)
     from scopelens.core.index.indexer import index_workspace
     from scopelens.core.store.store import Store
 
@@ -107,9 +114,10 @@ def run_index(args: argparse.Namespace) -> int:
         return index_workspace(
             store, args.path, project=args.project, branch=branch, max_bytes=args.max_bytes,
             progress=progress, classifier=classifier, workers=args.workers, rehash=args.rehash,
+            head_start=head_start,
         )
 
-    with Store.open(args.db, create=True) as store:
+    with head_start or nullcontext(), Store.open(args.db, create=True) as store:
         if args.json:
             report = run(store, None)
         else:
@@ -122,6 +130,26 @@ def run_index(args: argparse.Namespace) -> int:
                     task, completed=done, total=total, description=clip(path, 40, keep_end=True)))
     _print_index_report(report, as_json=args.json)
     return 0
+
+
+def start_preparing(
+    db: str, to_read: Sequence[WalkedFile] | None, *, classifier: SourceClassifier, workers: int | None
+) -> HeadStart | None:
+    """Workers preparing the first files the stat check found to read, while this process loads
+    the indexer and diffs (``prepare.HeadStart``), when the files are enough for workers and
+    the store's redaction key is known. A key is made here only for a store that does not
+    exist yet (its first run makes it anyway); an existing store without one is opened first."""
+    from scopelens.core.index.prepare import POOL_MIN_BYTES, FileOnDisk, HeadStart
+    from scopelens.core.store.keys import early_key
+
+    if to_read is None or workers == 0 or sum(entry.size for entry in to_read) < POOL_MIN_BYTES:
+        return None
+    count = workers if workers is not None else (os.cpu_count() or 1) - 1
+    key = early_key(db) if count >= 1 else None
+    if key is None:
+        return None
+    files = [FileOnDisk(entry.rel_path, entry.abs_path, entry.size) for entry in to_read]
+    return HeadStart(files, classifier=classifier, key=key, workers=count)
 
 
 def _print_index_report(report: IndexReport, *, as_json: bool) -> None:

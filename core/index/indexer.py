@@ -38,7 +38,14 @@ from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import IndexChangedError, UnreadableFileError
 from scopelens.core.index.compaction import compact_line
 from scopelens.core.index.languages import language_of
-from scopelens.core.index.prepare import FileOnDisk, PreparedDocument, Unreadable, prepare_all, prepare_document
+from scopelens.core.index.prepare import (
+    FileOnDisk,
+    HeadStart,
+    PreparedDocument,
+    Unreadable,
+    prepare_all,
+    prepare_document,
+)
 from scopelens.core.index.report import IndexReport, index_version
 from scopelens.core.index.run_writer import SEGMENT_BYTES, RunWriter, clean_interrupted_runs, record_mtimes
 from scopelens.core.index.sources import SourceClassifier
@@ -68,6 +75,7 @@ def index_workspace(
     workers: int | None = None,
     rehash: bool = False,
     compact: bool = True,
+    head_start: HeadStart | None = None,
 ) -> IndexReport:
     """Index ``root`` for ``project``/``branch``; only new and changed files are processed.
 
@@ -78,6 +86,9 @@ def index_workspace(
     New and changed files are prepared (decoded, redacted, chunked, their terms counted) by
     ``workers`` processes (``prepare.prepare_all``: by default one per core when there is
     enough to prepare; 0 prepares in this process); the result does not depend on it.
+
+    ``head_start``: workers already given the first files to prepare (``prepare.HeadStart``,
+    made by ``scopelens index`` from its stat check); the caller closes it.
 
     Runs may overlap (two ``scopelens index`` at once): the second waits for the first's
     index-run lock, then diffs against what the first wrote.
@@ -112,7 +123,7 @@ def index_workspace(
         writer = RunWriter(store, report, live, mtimes=diff.mtimes, refreshed=diff.refreshed)
         documents = prepare_all(
             diff.pending, classifier=classifier, key=store.redaction_key, workers=workers,
-            total_bytes=diff.pending_bytes,
+            total_bytes=diff.pending_bytes, head_start=head_start,
         )
         for segment in _segments(diff.kept(documents)):
             writer.write_segment(segment)

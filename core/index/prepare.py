@@ -38,6 +38,9 @@ IN_FLIGHT_PER_WORKER = 3
 caller writes or prepares, few enough that memory does not grow with the corpus."""
 OWN_AHEAD = 2
 """Batches this process prepares ahead of the worker's batch it is waiting for."""
+HEAD_START_BATCHES = 12
+"""Batches a ``HeadStart`` hands to its workers: about what one prepares while the indexing
+process imports its database code, opens the store and diffs the workspace (about a second)."""
 
 
 class FileOnDisk(NamedTuple):
@@ -160,6 +163,7 @@ def prepare_all(
     key: RedactionKey,
     workers: int | None = None,
     total_bytes: int | None = None,
+    head_start: HeadStart | None = None,
 ) -> Iterator[PreparedDocument | Unreadable]:
     """Prepare files (``(path, data)``, or ``FileOnDisk`` read where they are prepared),
     yielding documents (or ``Unreadable``) in the same order, as they come.
@@ -173,7 +177,16 @@ def prepare_all(
     ``files`` is consumed as it is prepared: at most ``IN_FLIGHT_PER_WORKER`` batches per
     worker, and ``OWN_AHEAD`` of this process, are prepared ahead of the document being
     yielded, so the files' bytes need not all be held.
+
+    ``head_start``, if given (and made with the same classifier and key), supplies the workers
+    and the batches already handed to them: each is used if it is the batch due at its turn,
+    and thrown away otherwise (``HeadStart``). ``workers`` is then not looked at.
     """
+    if head_start is not None:
+        started = head_start.take(classifier, key)
+        if started:
+            yield from _run_pool(_batches(files), started, classifier, key, head_start.ahead)
+            return
     if workers is None:
         if total_bytes is None:
             files = list(files)
@@ -185,47 +198,139 @@ def prepare_all(
             yield from prepare_batch(batch, classifier, key)
         return
     pool: list[PreparingWorker] = []
-    finished = False
     try:
         pool += [PreparingWorker(classifier, key) for _ in range(workers)]
-        yield from _prepare_alongside(batches, pool, classifier, key)
+    except BaseException:
+        for worker in pool:
+            worker.close(wait=False)
+        raise
+    yield from _run_pool(batches, pool, classifier, key, [])
+
+
+def _run_pool(
+    batches: Iterator[list[ToPrepare]], pool: list[PreparingWorker], classifier: SourceClassifier,
+    key: RedactionKey, ahead: list[tuple[PreparingWorker, list[ToPrepare]]],
+) -> Iterator[PreparedDocument | Unreadable]:
+    finished = False
+    try:
+        yield from _prepare_alongside(batches, pool, classifier, key, ahead)
         finished = True
     finally:
         for worker in pool:
             worker.close(wait=finished)
 
 
-class _Slot:
-    """One batch, in order: prepared here, or by ``worker`` (``documents`` once it answered)."""
+class HeadStart:
+    """Workers started, and the first batches of files handed to them, before the indexer knows
+    which files it will prepare.
 
-    __slots__ = ("documents", "worker")
+    ``scopelens index`` knows, from its stat check (``stat_check.py``, no database code), which
+    files are new or changed by size and time, about a second before the indexer has imported
+    its database code, opened the store and diffed the workspace; the other core would be idle
+    meanwhile. The files' first ``HEAD_START_BATCHES`` batches go to workers then. The
+    indexer's own batches are cut from its diff the same way, so for a workspace whose files
+    all differ (a first index) they are the same batches, and ``prepare_all`` uses the
+    results; from the first batch that differs (a file changed meanwhile, or found unchanged
+    by its hash), the batches handed out ahead are thrown away and prepared as usual. Results
+    never depend on it: a batch is used only if it is exactly the batch due.
+    """
 
     def __init__(
-        self, worker: PreparingWorker | None, documents: list[PreparedDocument | Unreadable] | None = None
+        self, files: Sequence[FileOnDisk], *, classifier: SourceClassifier, key: RedactionKey, workers: int,
+        batches: int = HEAD_START_BATCHES,
+    ) -> None:
+        self.classifier = classifier
+        self.key = key
+        self.pool: list[PreparingWorker] = []
+        self.ahead: list[tuple[PreparingWorker, list[ToPrepare]]] = []
+        try:
+            self.pool += [PreparingWorker(classifier, key) for _ in range(workers)]
+            for at, batch in enumerate(_batches(files)):
+                if at == batches:
+                    break
+                worker = self.pool[at % len(self.pool)]
+                worker.submit(batch)
+                self.ahead.append((worker, batch))
+        except BaseException:
+            self.close()
+            raise
+
+    def take(self, classifier: SourceClassifier, key: RedactionKey) -> list[PreparingWorker]:
+        """The workers, for ``prepare_all``, which closes them; none (and the workers are
+        stopped) when they were made for another classifier or key."""
+        pool, self.pool = self.pool, []
+        if classifier == self.classifier and key == self.key:
+            return pool
+        for worker in pool:
+            worker.close(wait=False)
+        return []
+
+    def close(self) -> None:
+        """Stop the workers unless ``prepare_all`` took them (the run ended before it prepared)."""
+        pool, self.pool = self.pool, []
+        for worker in pool:
+            worker.close(wait=False)
+
+    def __enter__(self) -> HeadStart:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class _Slot:
+    """One batch, in order: prepared here, or by ``worker`` (``documents`` once it answered).
+    A batch handed out ahead (``HeadStart``) that was not the batch due is ``discarded``: its
+    answer is read, to keep the worker's answers in order, and dropped."""
+
+    __slots__ = ("batch", "discarded", "documents", "worker")
+
+    def __init__(
+        self, worker: PreparingWorker | None, documents: list[PreparedDocument | Unreadable] | None = None,
+        batch: list[ToPrepare] | None = None,
     ) -> None:
         self.worker = worker
         self.documents = documents
+        self.batch = batch
+        self.discarded = False
 
 
 def _prepare_alongside(
     batches: Iterator[list[ToPrepare]], pool: list[PreparingWorker], classifier: SourceClassifier,
-    key: RedactionKey,
+    key: RedactionKey, ahead: list[tuple[PreparingWorker, list[ToPrepare]]],
 ) -> Iterator[PreparedDocument | Unreadable]:
     """``prepare_all``'s schedule. Answers are read as soon as they arrive, so a worker always
     has ``IN_FLIGHT_PER_WORKER`` batches to do; while the oldest batch is a worker's and not
-    answered yet, this process prepares the next batch itself (at most ``OWN_AHEAD`` ahead)."""
+    answered yet, this process prepares the next batch itself (at most ``OWN_AHEAD`` ahead).
+    Batches handed out ``ahead`` take their place in order while they are the batches due."""
     order: deque[_Slot] = deque()  # batch order
     waiting: dict[PreparingWorker, deque[_Slot]] = {worker: deque() for worker in pool}  # per worker
+    handed: deque[_Slot] = deque()
+    for worker, given in ahead:
+        handed.append(_Slot(worker, batch=given))
+        waiting[worker].append(handed[-1])
     exhausted = False
 
     def next_batch() -> list[ToPrepare] | None:
+        """The next batch not handed out ahead (those are put in order as they come)."""
         nonlocal exhausted
-        batch = None if exhausted else next(batches, None)
-        exhausted = batch is None
-        return batch
+        while not exhausted:
+            batch = next(batches, None)
+            exhausted = batch is None
+            if handed and batch is not None and handed[0].batch == batch:
+                order.append(handed.popleft())
+                continue
+            for slot in handed:  # not the batch due: none of the rest can be used
+                slot.discarded = True
+            handed.clear()
+            return batch
+        return None
 
     def receive(worker: PreparingWorker) -> None:
-        waiting[worker].popleft().documents = worker.take()
+        slot = waiting[worker].popleft()
+        documents = worker.take()
+        if not slot.discarded:
+            slot.documents = documents
 
     while True:
         for worker in pool:
@@ -247,11 +352,9 @@ def _prepare_alongside(
             order.append(_Slot(None, prepare_batch(batch, classifier, key)))
     # The last batches are collected before they are written, so the workers are gone while
     # the caller writes them (and commits): their memory is not part of the run's peak then.
-    for slot in order:
-        if slot.documents is None:
-            assert slot.worker is not None
-            receive(slot.worker)
     for worker in pool:
+        while waiting[worker]:
+            receive(worker)
         worker.close()
     for slot in order:
         yield from slot.documents or ()

@@ -13,6 +13,7 @@ an error) returns ``None`` and the caller runs the indexer, which decides and re
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -26,24 +27,46 @@ SCHEMA_STEPS = 14
 SQLModel; a test keeps the two equal)."""
 
 
+@dataclass(frozen=True)
+class StatCheck:
+    """What sizes and times alone say about a workspace against its live index version."""
+
+    unchanged: IndexReport | None
+    """The report of a run that would find nothing to do, or ``None`` when that is not certain."""
+    to_read: list[WalkedFile] | None
+    """The walked files that are not their live version by size and time (new, changed, or not
+    known: every file when the store is new or unreadable here), in walk order; ``None`` when
+    the workspace was not walked (a store that is not a SQLite file)."""
+
+
 def unchanged_by_stat(
     db: str, root: Path, *, project: str, branch: str, classifier: SourceClassifier, max_bytes: int
 ) -> IndexReport | None:
     """The report of a run that would find nothing to do, or ``None`` when that is not certain
     from sizes and times alone (see the module)."""
+    return check_by_stat(db, root, project=project, branch=branch, classifier=classifier, max_bytes=max_bytes).unchanged
+
+
+def check_by_stat(
+    db: str, root: Path, *, project: str, branch: str, classifier: SourceClassifier, max_bytes: int
+) -> StatCheck:
+    """``unchanged_by_stat``, and the files an index run would have to read."""
     path = _sqlite_file(db)
-    if path is None or not path.is_file() or not root.is_dir():
-        return None
+    if path is None or not root.is_dir():
+        return StatCheck(None, None)
     root = root.resolve()
     walked = walk_workspace(root, max_bytes=max_bytes)
+    everything = StatCheck(None, walked.files)
+    if not path.is_file():
+        return everything
     try:
         connection = sqlite3.connect(f"file:{quote(str(path.resolve()), safe='/')}?mode=ro", uri=True, timeout=5.0)
     except sqlite3.Error:
-        return None
+        return everything
     try:
         connection.execute("BEGIN")  # one snapshot for every read below
         if connection.execute("SELECT count(*) FROM scopelens_migrations").fetchone()[0] != SCHEMA_STEPS:
-            return None
+            return everything
         finished = "FROM index_runs WHERE project = ? AND branch = ? AND finished_at IS NOT NULL"
         latest = connection.execute(
             f"SELECT id, version, git_commit, git_dirty {finished} ORDER BY version DESC LIMIT 1", (project, branch)
@@ -58,31 +81,32 @@ def unchanged_by_stat(
             )
         }
     except sqlite3.Error:
-        return None
+        return everything
     finally:
         connection.close()
-    if latest is None or of_root is None or len(live) != len(walked.files):
-        return None
-    for entry in walked.files:
-        version = live.get(entry.rel_path)
-        if version is None:
-            return None
-        source, size, mtime_ns = version
-        if not same_by_stat(entry, source, size, mtime_ns, classifier):
-            return None
+    to_read = [
+        entry for entry in walked.files
+        if (version := live.get(entry.rel_path)) is None
+        or not same_by_stat(entry, version[0], version[1], version[2], classifier)
+    ]
+    if latest is None or of_root is None or len(live) != len(walked.files) or to_read:
+        return StatCheck(None, to_read)
     run_id, number, git_commit, git_dirty = latest
-    return IndexReport(
-        run_id=int(run_id),
-        project=project,
-        branch=branch,
-        root=str(root),
-        version=int(number),
-        nothing_changed=True,
-        unchanged=len(walked.files),
-        skipped=walked.skipped,
-        ignored=walked.ignored_count,
-        git_commit=git_commit,
-        git_dirty=None if git_dirty is None else bool(git_dirty),
+    return StatCheck(
+        IndexReport(
+            run_id=int(run_id),
+            project=project,
+            branch=branch,
+            root=str(root),
+            version=int(number),
+            nothing_changed=True,
+            unchanged=len(walked.files),
+            skipped=walked.skipped,
+            ignored=walked.ignored_count,
+            git_commit=git_commit,
+            git_dirty=None if git_dirty is None else bool(git_dirty),
+        ),
+        [],
     )
 
 

@@ -19,7 +19,7 @@ from platformdirs import user_config_dir
 
 from scopelens.core.errors import StoreUnavailableError
 from scopelens.core.redact import RedactionKey
-from scopelens.core.store.engine import display_url, sqlite_path_of
+from scopelens.core.store.engine import display_url, normalise_url, sqlite_path_of
 
 KEY_FILE_ENV = "SCOPELENS_REDACTION_KEY_FILE"
 KEY_SUFFIX = ".redaction-key"
@@ -37,6 +37,28 @@ def key_path_for(url: str) -> Path | None:
         return None
     name = hashlib.sha256(display_url(url).encode("utf-8")).hexdigest()[:16]
     return Path(user_config_dir("scopelens")) / "redaction-keys" / f"{name}{KEY_SUFFIX}"
+
+
+def early_key(url: str) -> RedactionKey | None:
+    """The key of the SQLite store at ``url`` before the store is opened: read if its file
+    exists, made if the store does not exist yet (its first write would make it), else
+    ``None``: an existing store without a key gets one once it has been opened and checked,
+    and a key that cannot be read or made is reported by the run that opens the store."""
+    url = normalise_url(url)
+    database = sqlite_path_of(url)
+    path = key_path_for(url)
+    if database is None or path is None:
+        return None
+    try:
+        try:
+            return _read_key(path)
+        except FileNotFoundError:
+            pass
+        if database.exists() or not database.parent.is_dir():
+            return None
+        return load_or_create_key(path)
+    except StoreUnavailableError:  # the run opens the store and reports it
+        return None
 
 
 def load_or_create_key(path: Path | None) -> RedactionKey:

@@ -147,3 +147,53 @@ def test_index_workers_flag(capsys, tmp_path):
         _, err = capsys.readouterr()
         assert exited.value.code == 2 and "--workers" in err and "Traceback" not in err
         assert not (tmp_path / "x.db").exists()
+
+
+def _chunks_and_redactions(db: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT c.path, c.ordinal, c.start_line, c.end_line, c.symbol, c.token_count, c.text, d.redactions "
+            "FROM index_chunks c JOIN index_documents d ON d.id = c.document_id ORDER BY c.path, c.ordinal"
+        ).fetchall()
+
+
+def test_index_hands_files_to_workers_before_the_diff_and_indexes_the_same(capsys, tmp_path, monkeypatch):
+    """With enough to prepare, ``scopelens index`` starts its workers on the files its stat check
+    found, before loading the indexer; the index it writes (redaction records, hashed under the
+    store's key, included) is what preparing everything in one process writes. A store that
+    exists without a key gets no head start (no key is made before the store is opened)."""
+    from scopelens.core.index import prepare
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    for n in range(8):
+        (root / f"m{n}.py").write_text(f"API_KEY = 'sk-live-{n:02d}abcdefghijklmnopqrstuv'\n\ndef f{n}(x):\n    return x\n",
+                                       encoding="utf-8")
+    monkeypatch.setattr(prepare, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(prepare, "BATCH_BYTES", 1)  # a batch per file
+    made: list[int] = []
+    real_init = prepare.HeadStart.__init__
+
+    def spy(self, files, **kwargs):  # type: ignore[no-untyped-def]
+        real_init(self, files, **kwargs)
+        made.append(len(self.ahead))
+
+    monkeypatch.setattr(prepare.HeadStart, "__init__", spy)
+    ahead, alone = tmp_path / "ahead.db", tmp_path / "alone.db"
+    code, out, _ = run(capsys, "index", str(root), "--project", "p", "--db", str(ahead), "--json")
+    assert code == 0 and len(json.loads(out)["added"]) == 8
+    assert made == [8]
+    # The same key (the first run made it beside its new store), no workers: the same index.
+    (tmp_path / "alone.db.redaction-key").write_bytes((tmp_path / "ahead.db.redaction-key").read_bytes())
+    code, _, _ = run(capsys, "index", str(root), "--project", "p", "--db", str(alone), "--workers", "0", "--json")
+    assert code == 0 and made == [8]
+    indexed = _chunks_and_redactions(ahead)
+    assert len(indexed) == 16 and all(b"hmac" in row[7] for row in indexed)  # two chunks a file
+    assert _chunks_and_redactions(alone) == indexed
+    # An existing store without a key file: no head start, and the run still indexes.
+    keyless = tmp_path / "keyless.db"
+    with Store.open(str(keyless), create=True):
+        pass
+    (tmp_path / "keyless.db.redaction-key").unlink(missing_ok=True)
+    code, out, _ = run(capsys, "index", str(root), "--project", "p", "--db", str(keyless), "--json")
+    assert code == 0 and len(json.loads(out)["added"]) == 8 and made == [8]

@@ -9,7 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scopelens.core.index.prepare import BATCH_BYTES, FileOnDisk, PreparedDocument, Unreadable, prepare_all
+from scopelens.core.index.prepare import (
+    BATCH_BYTES,
+    FileOnDisk,
+    HeadStart,
+    PreparedDocument,
+    Unreadable,
+    prepare_all,
+)
 from scopelens.core.index.prepare_worker import PIPE_BYTES, PreparingWorker
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.redact import RedactionKey
@@ -153,3 +160,74 @@ def counted(document: PreparedDocument | Unreadable) -> tuple[object, ...]:
         document.path, document.content_hash, document.source, document.redactions, document.chunks,
         [terms.unit(u) for u in range(len(document.chunks))], terms.lengths.tolist(),
     )
+
+
+def _on_disk(tmp_path: Path) -> list[FileOnDisk]:
+    found = []
+    for path, data in files():
+        location = tmp_path / path
+        location.parent.mkdir(parents=True, exist_ok=True)
+        location.write_bytes(data)
+        found.append(FileOnDisk(path, location, len(data)))
+    return found
+
+
+def _counting_prepares(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the batches prepared in this process (a worker's are not)."""
+    from scopelens.core.index import prepare
+
+    here: list[int] = []
+    real = prepare.prepare_batch
+    monkeypatch.setattr(prepare, "prepare_batch", lambda batch, *a: here.append(len(batch)) or real(batch, *a))
+    return here
+
+
+def test_batches_handed_out_ahead_are_used_when_they_are_the_batches_due(tmp_path, monkeypatch) -> None:
+    from scopelens.core.index import prepare
+
+    monkeypatch.setattr(prepare, "BATCH_BYTES", 4_000)  # several batches of these files
+    on_disk = _on_disk(tmp_path)
+    expected = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, workers=0)]
+    batches = len(list(prepare._batches(on_disk)))
+    assert batches > 3
+    here = _counting_prepares(monkeypatch)
+    with HeadStart(on_disk, classifier=SourceClassifier(), key=KEY, workers=1, batches=batches) as started:
+        got = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, head_start=started)]
+    assert got == expected
+    assert here == []  # every batch was the worker's, handed out before prepare_all was called
+
+
+def test_batches_handed_out_ahead_that_are_not_due_are_thrown_away(tmp_path, monkeypatch) -> None:
+    """The diff found other files than the stat check (one unchanged by its hash, say): from the
+    first batch that differs, what was handed out ahead is dropped, and every file is prepared
+    once, in order."""
+    from scopelens.core.index import prepare
+
+    monkeypatch.setattr(prepare, "BATCH_BYTES", 4_000)
+    on_disk = _on_disk(tmp_path)
+    due = on_disk[:2] + on_disk[3:]  # the third file turned out unchanged
+    expected = [counted(d) for d in prepare_all(due, classifier=SourceClassifier(), key=KEY, workers=0)]
+    with HeadStart(on_disk, classifier=SourceClassifier(), key=KEY, workers=1, batches=6) as started:
+        workers = list(started.pool)
+        got = [counted(d) for d in prepare_all(due, classifier=SourceClassifier(), key=KEY, head_start=started)]
+    assert got == expected
+    assert all(worker.process.poll() is not None for worker in workers)  # every answer read, then ended
+
+
+def test_a_head_start_made_with_another_key_is_not_used(tmp_path, monkeypatch) -> None:
+    on_disk = _on_disk(tmp_path)
+    expected = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, workers=0)]
+    other = RedactionKey(bytes(32))
+    with HeadStart(on_disk, classifier=SourceClassifier(), key=other, workers=1) as started:
+        workers = list(started.pool)
+        got = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, workers=0,
+                                               head_start=started)]
+    assert got == expected  # the redaction records are hashed under KEY
+    assert all(worker.process.wait(timeout=10) is not None for worker in workers)
+
+
+def test_an_unused_head_start_stops_its_workers(tmp_path) -> None:
+    with HeadStart(_on_disk(tmp_path), classifier=SourceClassifier(), key=KEY, workers=2) as started:
+        workers = list(started.pool)
+        assert len(workers) == 2
+    assert all(worker.process.wait(timeout=10) is not None for worker in workers)

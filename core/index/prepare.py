@@ -258,12 +258,11 @@ class HeadStart:
     def take(self, classifier: SourceClassifier, key: RedactionKey) -> list[PreparingWorker]:
         """The workers, for ``prepare_all``, which closes them; none (and the workers are
         stopped) when they were made for another classifier or key."""
+        if classifier != self.classifier or key != self.key:
+            self.close()
+            return []
         pool, self.pool = self.pool, []
-        if classifier == self.classifier and key == self.key:
-            return pool
-        for worker in pool:
-            worker.close(wait=False)
-        return []
+        return pool
 
     def close(self) -> None:
         """Stop the workers unless ``prepare_all`` took them (the run ended before it prepared)."""

@@ -46,6 +46,7 @@ from scopelens.core.index.prepare import (
     prepare_all,
     prepare_document,
 )
+from scopelens.core.index.prepare_worker import release_free_heap
 from scopelens.core.index.report import IndexReport, index_version
 from scopelens.core.index.run_writer import SEGMENT_BYTES, RunWriter, clean_interrupted_runs, record_mtimes
 from scopelens.core.index.sources import SourceClassifier
@@ -127,6 +128,7 @@ def index_workspace(
         )
         for segment in _segments(diff.kept(documents)):
             writer.write_segment(segment)
+            release_free_heap()
         if writer.run_id is None and not report.removed and _nothing_to_write(store, report):
             record_mtimes(store, diff.refreshed)
             return report  # every pending file turned out unchanged when read again

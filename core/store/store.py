@@ -168,6 +168,20 @@ def stored_time_or_none(value: object) -> datetime | None:
         return None
 
 
+OLDEST_POSTGRESQL = (11,)
+"""An event is appended in one statement that hashes it with PostgreSQL's ``sha256``, which
+version 11 added (``pg_append.py``)."""
+
+
+def require_supported_server(dialect: str, version: tuple[Any, ...] | None, url: str) -> None:
+    """Refuse, in one line, a server too old for the statements the store runs."""
+    if dialect == "postgresql" and version is not None and tuple(version[:1]) < OLDEST_POSTGRESQL:
+        shown = ".".join(str(part) for part in version)
+        raise StoreUnavailableError(
+            f"{display_url(url)} is PostgreSQL {shown}; scopelens needs PostgreSQL {OLDEST_POSTGRESQL[0]} or newer"
+        )
+
+
 class Store:
     """An open audit store. Use :meth:`open`; close it (or use it as a context manager)."""
 
@@ -263,6 +277,7 @@ class Store:
     def _prepare(self, *, create: bool) -> None:
         with self.engine.connect() as conn:
             tables = set(inspect(conn).get_table_names())
+        require_supported_server(self.engine.dialect.name, self.engine.dialect.server_version_info, self.url)
         if not tables:
             if not create or self.read_only:
                 raise NotAScopelensStoreError(f"{display_url(self.url)} is an empty database, not a scopelens store")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy.exc import DBAPIError
 
 from scopelens.core.contracts import Event
-from scopelens.core.errors import ImmutableRecordError, UnknownIdError
+from scopelens.core.errors import ImmutableRecordError, StoreUnavailableError, UnknownIdError
 from scopelens.core.hashing import ZERO_HASH, canonical_json, store_chain_next
 from scopelens.core.store.pg_append import CHAIN_FIELDS, body_pieces
 from scopelens.core.store.store import Store, event_row
@@ -156,3 +156,32 @@ def test_a_store_whose_kept_connection_the_server_closed_still_closes_cleanly(po
     store.close()  # no error: the dead connection is dropped, not handed back
     with Store.open(postgres_url, read_only=True) as reopened:
         assert [e.payload.get("text") for e in reopened.events("s-close")[1:]] == ["kept"]
+
+
+def test_a_postgresql_server_older_than_11_is_refused_in_one_line(postgres_url, monkeypatch):
+    """The append statement hashes with ``sha256()``, which PostgreSQL 11 added: an older server
+    is named, with the version needed, when the store opens (not a SQL error at the first
+    append); this server (15 in CI) opens."""
+    from sqlalchemy.dialects.postgresql.base import PGDialect
+
+    with Store.open(postgres_url, create=True) as store:
+        assert store.engine.dialect.server_version_info[0] >= 11
+    real = PGDialect._get_server_version_info
+    monkeypatch.setattr(PGDialect, "_get_server_version_info", lambda self, conn: (10, 23))
+    with pytest.raises(StoreUnavailableError) as refused:
+        Store.open(postgres_url)
+    message = str(refused.value)
+    assert "PostgreSQL 10.23" in message and "PostgreSQL 11 or newer" in message and "\n" not in message
+    monkeypatch.setattr(PGDialect, "_get_server_version_info", real)
+    with Store.open(postgres_url) as store:  # nothing was written or changed by the refusal
+        assert store.engine.dialect.server_version_info[0] >= 11
+
+
+def test_other_backends_and_unknown_versions_are_not_refused() -> None:
+    from scopelens.core.store.store import require_supported_server
+
+    require_supported_server("sqlite", (3, 0, 0), "sqlite:///x.db")
+    require_supported_server("postgresql", None, "postgresql://h/d")
+    require_supported_server("postgresql", (11, 0), "postgresql://h/d")
+    with pytest.raises(StoreUnavailableError):
+        require_supported_server("postgresql", (9, 6, 24), "postgresql://h/d")

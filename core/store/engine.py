@@ -32,6 +32,7 @@ Two things are decided here so no caller has to know them:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, DisconnectionError
 from sqlalchemy.pool import NullPool, QueuePool
 
 from scopelens.core.errors import StoreUnavailableError
@@ -92,6 +93,7 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
         engine = create_engine(url, pool_size=2, max_overflow=4, pool_pre_ping=True)
     except (ArgumentError, ImportError, ModuleNotFoundError) as exc:
         raise StoreUnavailableError(f"cannot use database URL {url!r}: {exc}") from None
+    _pool_per_process(engine)
     if read_only:
         @event.listens_for(engine, "connect")
         def _read_only_session(dbapi_connection: Any, _record: Any) -> None:
@@ -99,6 +101,22 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
                 cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
             dbapi_connection.commit()
     return engine
+
+
+def _pool_per_process(engine: Engine) -> None:
+    """A pooled connection is used only by the process that opened it (SQLAlchemy's recipe for
+    ``os.fork()``): a forked child that checks out one of its parent's connections gets a new
+    one instead, so the two never talk over one socket at once (their messages would mix)."""
+
+    @event.listens_for(engine, "connect")
+    def _opened_by(_dbapi_connection: Any, record: Any) -> None:
+        record.info["pid"] = os.getpid()
+
+    @event.listens_for(engine, "checkout")
+    def _only_in_its_process(_dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        if record.info.get("pid") != os.getpid():
+            record.dbapi_connection = proxy.dbapi_connection = None  # the parent's: left open for it
+            raise DisconnectionError("a pooled connection of another process (forked): connecting anew")
 
 
 def sqlite_uri(path: Path, *, read_only: bool) -> str:

@@ -13,6 +13,7 @@ and both heads. The stored bytes and every hash are exactly those ``store.event_
 
 from __future__ import annotations
 
+import os
 import select
 import threading
 import uuid
@@ -83,6 +84,8 @@ class AppendConnection:
         self._engine = engine
         self._lock = threading.Lock()
         self._proxied: PoolProxiedConnection | None = None
+        self._pid = os.getpid()
+        """The process that holds ``_proxied`` (a forked child must not use, nor close, it)."""
 
     def execute(self, params: dict[str, Any]) -> Any:
         """Run the append statement; its one row, or None when the session does not exist."""
@@ -98,6 +101,7 @@ class AppendConnection:
                 raise DBAPIError.instance(_APPEND_SQL, params, exc, psycopg.Error) from exc
 
     def _connection(self) -> Any:
+        self._leave_if_forked()
         if self._proxied is not None:
             kept: Any = self._proxied.driver_connection
             # Between appends the server has nothing to say: anything to read (its goodbye on a
@@ -109,6 +113,12 @@ class AppendConnection:
             self._proxied.driver_connection.autocommit = True  # type: ignore[union-attr]
         return self._proxied.driver_connection
 
+    def _leave_if_forked(self) -> None:
+        """In a forked child, forget the parent's connection without closing it (closing would
+        end the parent's session); the child opens its own."""
+        if self._pid != os.getpid():
+            self._proxied, self._pid = None, os.getpid()
+
     def _drop(self) -> None:
         proxied, self._proxied = self._proxied, None
         if proxied is not None:
@@ -119,6 +129,7 @@ class AppendConnection:
         """Give the connection back to the pool (which the store disposes of next), or drop it
         if it is no longer usable."""
         with self._lock:
+            self._leave_if_forked()
             proxied = self._proxied
             if proxied is None:
                 return

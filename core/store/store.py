@@ -10,6 +10,7 @@ deleting a whole session is caught, not only a changed event.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -203,6 +204,7 @@ class Store:
         self.dialect = engine.dialect.name
         self._redaction_key = redaction_key
         self._append_connection = AppendConnection(engine)
+        self._opened_pid = os.getpid()
 
     @property
     def redaction_key(self) -> RedactionKey:
@@ -266,7 +268,8 @@ class Store:
             except DBAPIError:
                 pass  # a busy checkpoint is retried by the next writer; nothing is lost
         self._append_connection.close()
-        self.engine.dispose()
+        # A forked child leaves its parent's pooled connections open for the parent.
+        self.engine.dispose(close=os.getpid() == self._opened_pid)
 
     def __enter__(self) -> Store:
         return self

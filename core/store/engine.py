@@ -149,6 +149,7 @@ def _sqlite_engine(url: str, *, read_only: bool) -> Engine:
             return sqlite3.connect(sqlite_uri(path, read_only=read_only), uri=True, check_same_thread=False)
 
         engine = create_engine("sqlite+pysqlite://", creator=connect, poolclass=NullPool if read_only else QueuePool)
+        _pool_per_process(engine)  # SQLite's own rule too: a connection is not used across fork()
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:

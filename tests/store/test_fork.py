@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from sqlalchemy import event
 
 from scopelens.core.store.store import Store
 from scopelens.core.store.verify import verify_store
@@ -28,12 +29,16 @@ def test_a_forked_child_appends_beside_its_parent_and_closes_without_harming_it(
         store.append_event(parent_session.id, EventType.USER_MESSAGE, {"text": "before the fork"})
         before = len(store.events(child_session.id))  # a pooled connection used before the fork, too
         parent_before = len(store.events(parent_session.id))
+        connected_in: list[int] = []
+        event.listen(store.engine, "connect", lambda *_: connected_in.append(os.getpid()))
         pid = os.fork()
         if pid == 0:  # the child: append, read, close; exit status says whether all went well
             code = 1
             try:
                 _append(store, child_session.id, "child")
                 code = 0 if len(store.events(child_session.id)) == before + APPENDS else 2
+                if os.getpid() not in connected_in:  # it used a connection of its parent's
+                    code = 3
                 store.close()
             finally:
                 os._exit(code)

@@ -169,6 +169,8 @@ def stored_time_or_none(value: object) -> datetime | None:
         return None
 
 
+CLOSING_CHECKPOINT_WAIT_MS = 200
+"""How long closing a SQLite store waits to move its WAL into the file (see ``Store.close``)."""
 OLDEST_POSTGRESQL = (11,)
 """An event is appended in one statement that hashes it with PostgreSQL's ``sha256``, which
 version 11 added (``pg_append.py``)."""
@@ -264,6 +266,13 @@ class Store:
         if self.dialect == "sqlite" and not self.read_only and sqlite_path_of(self.url) is not None:
             try:
                 with self.engine.connect() as conn:
+                    # A full checkpoint waits for older readers and holds off every new writer
+                    # while it waits: with the store's 60 s busy timeout, closing a store while
+                    # another process read (a verify of a big store) stopped all writers for a
+                    # minute, and then failed them with "database is locked". Waiting briefly
+                    # keeps that stall short; a checkpoint that cannot finish now is done by a
+                    # later one (SQLite reads the WAL meanwhile: nothing is lost).
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout = {CLOSING_CHECKPOINT_WAIT_MS}")
                     conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
             except DBAPIError:
                 pass  # a busy checkpoint is retried by the next writer; nothing is lost

@@ -7,7 +7,6 @@ of an unchanged workspace is answered by ``stat_check`` before any of them is lo
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
@@ -139,12 +138,13 @@ def start_preparing(
     the indexer and diffs (``prepare.HeadStart``), when the files are enough for workers and
     the store's redaction key is known. A key is made here only for a store that does not
     exist yet (its first run makes it anyway); an existing store without one is opened first."""
-    from scopelens.core.index.prepare import POOL_MIN_BYTES, FileOnDisk, HeadStart
+    from scopelens.core.index.prepare import POOL_MIN_BYTES, FileOnDisk, HeadStart, pool_size
     from scopelens.core.store.keys import early_key
 
-    if to_read is None or workers == 0 or sum(entry.size for entry in to_read) < POOL_MIN_BYTES:
+    total = sum(entry.size for entry in to_read) if to_read is not None else 0
+    if to_read is None or workers == 0 or total < POOL_MIN_BYTES:
         return None
-    count = workers if workers is not None else (os.cpu_count() or 1) - 1
+    count = workers if workers is not None else pool_size(total)
     key = early_key(db) if count >= 1 else None
     if key is None:
         return None

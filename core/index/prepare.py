@@ -191,7 +191,7 @@ def prepare_all(
         if total_bytes is None:
             files = list(files)
             total_bytes = sum(map(_size, files))
-        workers = (os.cpu_count() or 1) - 1 if total_bytes >= POOL_MIN_BYTES else 0
+        workers = pool_size(total_bytes)
     batches = _batches(files)
     if workers < 1:
         for batch in batches:
@@ -205,6 +205,12 @@ def prepare_all(
             worker.close(wait=False)
         raise
     yield from _run_pool(batches, pool, classifier, key, [])
+
+
+def pool_size(total_bytes: int) -> int:
+    """Worker processes for ``total_bytes`` to prepare by default: one fewer than the cores (this
+    process prepares too), none below ``POOL_MIN_BYTES``."""
+    return (os.cpu_count() or 1) - 1 if total_bytes >= POOL_MIN_BYTES else 0
 
 
 def _run_pool(

@@ -1,7 +1,9 @@
 """``scopelens index PATH`` and ``scopelens search QUERY``: building and probing the index.
 
 The store, the indexer and the scorer are imported by the commands that use them: a re-index
-of an unchanged workspace is answered by ``stat_check`` before any of them is loaded.
+of an unchanged workspace is answered by ``stat_check`` before any of them is loaded. Until
+``scopelens index`` has started its preparing workers, it loads nothing heavier than the
+walker: not numpy, SQLAlchemy, pydantic or rich (``start_preparing``).
 """
 
 from __future__ import annotations
@@ -13,23 +15,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
-
-from scopelens.core.contracts import utc
+from scopelens.core.clock import utc
 from scopelens.core.errors import InvalidInputError
 from scopelens.core.index.report import IndexReport
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.stat_check import StatCheck, check_by_stat
 from scopelens.core.index.timeutil import to_micros
 from scopelens.core.index.walker import git_branch
-from scopelens.core.output import console, literal, plain_row, print_json, progress_console, shows_progress
-from scopelens.core.pipeline.policy import find_policy
+from scopelens.core.pipeline.policy_file import policy_file
 from scopelens.core.textsafety import clip, short
 from scopelens.core.vocab import Source
 
 if TYPE_CHECKING:
-    from scopelens.core.index.prepare import HeadStart
+    from scopelens.core.index.head_start import HeadStart
     from scopelens.core.index.walker import WalkedFile
 
 
@@ -95,9 +93,7 @@ def parse_time(value: str | None, *, flag: str) -> datetime | None:
 
 
 def run_index(args: argparse.Namespace) -> int:
-    # The policy says where the project keeps rules and decisions; retrieval reads the same file.
-    policy = find_policy(args.path, args.policy)
-    classifier = SourceClassifier().with_globs(policy.rule_globs, policy.decision_globs)
+    classifier = _classifier(args.path, args.policy)
     branch = args.branch if args.branch is not None else git_branch(args.path)
     checked = StatCheck(None, None) if args.rehash else check_by_stat(
         args.db, args.path, project=args.project, branch=branch or "", classifier=classifier, max_bytes=args.max_bytes
@@ -106,7 +102,10 @@ def run_index(args: argparse.Namespace) -> int:
         _print_index_report(checked.unchanged, as_json=args.json)
         return 0
     head_start = start_preparing(args.db, checked.to_read, classifier=classifier, workers=args.workers)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     from scopelens.core.index.indexer import index_workspace
+    from scopelens.core.output import progress_console, shows_progress
     from scopelens.core.store.store import Store
 
     def run(store: Store, progress: Callable[[int, int, str], None] | None) -> IndexReport:
@@ -131,6 +130,18 @@ def run_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _classifier(workspace: Path, explicit: Path | None) -> SourceClassifier:
+    """Files classified by the policy's rule and decision globs (retrieval reads the same file).
+    The policy's model is loaded only when there is a policy file: the defaults add no globs."""
+    path = policy_file(workspace, explicit)
+    if path is None:
+        return SourceClassifier()
+    from scopelens.core.pipeline.policy import load_policy
+
+    policy = load_policy(path)
+    return SourceClassifier().with_globs(policy.rule_globs, policy.decision_globs)
+
+
 def start_preparing(
     db: str, to_read: Sequence[WalkedFile] | None, *, classifier: SourceClassifier, workers: int | None
 ) -> HeadStart | None:
@@ -138,7 +149,8 @@ def start_preparing(
     the indexer and diffs (``prepare.HeadStart``), when the files are enough for workers and
     the store's redaction key is known. A key is made here only for a store that does not
     exist yet (its first run makes it anyway); an existing store without one is opened first."""
-    from scopelens.core.index.prepare import POOL_MIN_BYTES, FileOnDisk, HeadStart, pool_size
+    from scopelens.core.index.batching import POOL_MIN_BYTES, FileOnDisk, pool_size
+    from scopelens.core.index.head_start import HeadStart
     from scopelens.core.store.keys import early_key
 
     total = sum(entry.size for entry in to_read) if to_read is not None else 0
@@ -153,6 +165,8 @@ def start_preparing(
 
 
 def _print_index_report(report: IndexReport, *, as_json: bool) -> None:
+    from scopelens.core.output import console, literal, print_json
+
     if as_json:
         print_json(
             "index-run",
@@ -202,6 +216,7 @@ def run_compact(args: argparse.Namespace) -> int:
     Index runs merge their own small segments as they finish; this also merges larger ones
     (up to ``compaction.COMMAND_MAX_CHUNKS`` chunks). Results of every query stay the same."""
     from scopelens.core.index.compaction import compact_store
+    from scopelens.core.output import console, print_json
     from scopelens.core.store.store import Store
 
     with Store.open(args.db) as store:
@@ -231,9 +246,12 @@ def run_compact(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from scopelens.core.index.chunks import fetch_chunks
     from scopelens.core.index.scorer import RecallFilter, Scorer
     from scopelens.core.index.tokenizer import tokenize
+    from scopelens.core.output import console, plain_row, print_json
     from scopelens.core.store.store import Store
 
     as_of = parse_time(args.as_of, flag="--as-of")

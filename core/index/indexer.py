@@ -36,16 +36,11 @@ from sqlmodel import Session, col, select
 
 from scopelens.core.clock import Clock, SystemClock
 from scopelens.core.errors import IndexChangedError, UnreadableFileError
+from scopelens.core.index.batching import FileOnDisk
 from scopelens.core.index.compaction import compact_line
+from scopelens.core.index.head_start import HeadStart
 from scopelens.core.index.languages import language_of
-from scopelens.core.index.prepare import (
-    FileOnDisk,
-    HeadStart,
-    PreparedDocument,
-    Unreadable,
-    prepare_all,
-    prepare_document,
-)
+from scopelens.core.index.prepare import PreparedDocument, Unreadable, prepare_all, prepare_document
 from scopelens.core.index.prepare_worker import release_free_heap
 from scopelens.core.index.report import IndexReport, index_version
 from scopelens.core.index.run_writer import SEGMENT_BYTES, RunWriter, clean_interrupted_runs, record_mtimes
@@ -88,7 +83,7 @@ def index_workspace(
     ``workers`` processes (``prepare.prepare_all``: by default one per core when there is
     enough to prepare; 0 prepares in this process); the result does not depend on it.
 
-    ``head_start``: workers already given the first files to prepare (``prepare.HeadStart``,
+    ``head_start``: workers already given the first files to prepare (``head_start.HeadStart``,
     made by ``scopelens index`` from its stat check); the caller closes it.
 
     Runs may overlap (two ``scopelens index`` at once): the second waits for the first's

@@ -14,49 +14,23 @@ not depend on the number of workers (a test checks it).
 from __future__ import annotations
 
 import hashlib
-import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import NamedTuple
 
 from scopelens.core.hashing import canonical_json
+from scopelens.core.index.batching import IN_FLIGHT_PER_WORKER, FileOnDisk, ToPrepare, cut_batches, item_size, pool_size
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source
+from scopelens.core.index.head_start import HeadStart
 from scopelens.core.index.languages import language_of
 from scopelens.core.index.prepare_worker import PreparingWorker
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.tokenizer import TermCounts, count_terms, tokenize
 from scopelens.core.redaction_scan import RedactionKey, redaction_records
 
-POOL_MIN_BYTES = 4_000_000
-"""Below this many bytes to prepare, a pool costs more to start than it saves."""
-BATCH_BYTES = 250_000
-"""Files are sent to workers in batches of about this many bytes."""
-IN_FLIGHT_PER_WORKER = 3
-"""Batches a worker holds (one being prepared, the others waiting): enough to keep it busy while the
-caller writes or prepares, few enough that memory does not grow with the corpus."""
 OWN_AHEAD = 2
 """Batches this process prepares ahead of the worker's batch it is waiting for."""
-HEAD_START_BATCHES = 12
-"""Batches a ``HeadStart`` hands to its workers: about what one prepares while the indexing
-process imports its database code, opens the store and diffs the workspace (about a second)."""
-
-
-class FileOnDisk(NamedTuple):
-    """A file to prepare, read by whichever process prepares it (a worker reads its own files:
-    sending their bytes through a pipe cost the indexing process more than reading them)."""
-
-    path: str
-    """The path it is indexed under."""
-    location: Path
-    """Where to read it."""
-    size: int
-    """Its size when it was walked: only for cutting batches of about ``BATCH_BYTES``."""
-
-
-ToPrepare = tuple[str, bytes] | FileOnDisk
-"""A file's path and bytes, or a file to read."""
 
 
 class Unreadable(NamedTuple):
@@ -185,14 +159,14 @@ def prepare_all(
     if head_start is not None:
         started = head_start.take(classifier, key)
         if started:
-            yield from _run_pool(_batches(files), started, classifier, key, head_start.ahead)
+            yield from _run_pool(cut_batches(files), started, classifier, key, head_start.ahead)
             return
     if workers is None:
         if total_bytes is None:
             files = list(files)
-            total_bytes = sum(map(_size, files))
+            total_bytes = sum(map(item_size, files))
         workers = pool_size(total_bytes)
-    batches = _batches(files)
+    batches = cut_batches(files)
     if workers < 1:
         for batch in batches:
             yield from prepare_batch(batch, classifier, key)
@@ -207,12 +181,6 @@ def prepare_all(
     yield from _run_pool(batches, pool, classifier, key, [])
 
 
-def pool_size(total_bytes: int) -> int:
-    """Worker processes for ``total_bytes`` to prepare by default: one fewer than the cores (this
-    process prepares too), none below ``POOL_MIN_BYTES``."""
-    return (os.cpu_count() or 1) - 1 if total_bytes >= POOL_MIN_BYTES else 0
-
-
 def _run_pool(
     batches: Iterator[list[ToPrepare]], pool: list[PreparingWorker], classifier: SourceClassifier,
     key: RedactionKey, ahead: list[tuple[PreparingWorker, list[ToPrepare]]],
@@ -224,63 +192,6 @@ def _run_pool(
     finally:
         for worker in pool:
             worker.close(wait=finished)
-
-
-class HeadStart:
-    """Workers started, and the first batches of files handed to them, before the indexer knows
-    which files it will prepare.
-
-    ``scopelens index`` knows, from its stat check (``stat_check.py``, no database code), which
-    files are new or changed by size and time, about a second before the indexer has imported
-    its database code, opened the store and diffed the workspace; the other core would be idle
-    meanwhile. The files' first ``HEAD_START_BATCHES`` batches go to workers then. The
-    indexer's own batches are cut from its diff the same way, so for a workspace whose files
-    all differ (a first index) they are the same batches, and ``prepare_all`` uses the
-    results; from the first batch that differs (a file changed meanwhile, or found unchanged
-    by its hash), the batches handed out ahead are thrown away and prepared as usual. Results
-    never depend on it: a batch is used only if it is exactly the batch due.
-    """
-
-    def __init__(
-        self, files: Sequence[FileOnDisk], *, classifier: SourceClassifier, key: RedactionKey, workers: int,
-        batches: int = HEAD_START_BATCHES,
-    ) -> None:
-        self.classifier = classifier
-        self.key = key
-        self.pool: list[PreparingWorker] = []
-        self.ahead: list[tuple[PreparingWorker, list[ToPrepare]]] = []
-        try:
-            self.pool += [PreparingWorker(classifier, key) for _ in range(workers)]
-            for at, batch in enumerate(_batches(files)):
-                if at == batches:
-                    break
-                worker = self.pool[at % len(self.pool)]
-                worker.submit(batch)
-                self.ahead.append((worker, batch))
-        except BaseException:
-            self.close()
-            raise
-
-    def take(self, classifier: SourceClassifier, key: RedactionKey) -> list[PreparingWorker]:
-        """The workers, for ``prepare_all``, which closes them; none (and the workers are
-        stopped) when they were made for another classifier or key."""
-        if classifier != self.classifier or key != self.key:
-            self.close()
-            return []
-        pool, self.pool = self.pool, []
-        return pool
-
-    def close(self) -> None:
-        """Stop the workers unless ``prepare_all`` took them (the run ended before it prepared)."""
-        pool, self.pool = self.pool, []
-        for worker in pool:
-            worker.close(wait=False)
-
-    def __enter__(self) -> HeadStart:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 class _Slot:
@@ -363,20 +274,3 @@ def _prepare_alongside(
         worker.close()
     for slot in order:
         yield from slot.documents or ()
-
-
-def _batches(files: Iterable[ToPrepare]) -> Iterator[list[ToPrepare]]:
-    batch: list[ToPrepare] = []
-    size = 0
-    for item in files:
-        batch.append(item)
-        size += _size(item)
-        if size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-def _size(item: ToPrepare) -> int:
-    return item.size if isinstance(item, FileOnDisk) else len(item[1])

@@ -6,7 +6,7 @@ add threads and locks this needs none of. The protocol is one pickle per message
 worker's stdin and stdout, each preceded by its length (8 bytes, little-endian):
 
 * parent -> worker: ``(classifier, key)`` once, then one batch of files per message
-  (``prepare.ToPrepare``: mostly ``FileOnDisk``, which the worker reads itself); closing
+  (``batching.ToPrepare``: mostly ``FileOnDisk``, which the worker reads itself); closing
   stdin ends the worker;
 * worker -> parent: ``("ok", [PreparedDocument or Unreadable, ...])`` or
   ``("error", traceback)`` per batch, in the order the batches were sent.
@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import traceback
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,13 +56,19 @@ def send_message(fd: int, message: object) -> None:
 
 def receive_message(fd: int) -> Any | None:
     """The next message on ``fd``; ``None`` at end of file (before a message begins)."""
+    body = receive_pickle(fd)
+    return None if body is None else pickle.loads(body)
+
+
+def receive_pickle(fd: int) -> bytes | None:
+    """The next message on ``fd``, still pickled; ``None`` at end of file (before a message begins)."""
     header = _read_exactly(fd, _HEADER)
     if header is None:
         return None
     body = _read_exactly(fd, int.from_bytes(header, "little"))
     if body is None:
         raise EOFError("a message was cut off")
-    return pickle.loads(body)
+    return body
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:
@@ -96,31 +103,52 @@ class PreparingWorker:
         for fd in (self._to_worker, self._from_worker):
             widen_pipe(fd)
         self.in_flight = 0
+        """Batches submitted and not taken yet."""
+        self._read: deque[bytes | None] = deque()
+        """Answers read ahead (``read_ahead``), still pickled; ``None`` where the worker had ended."""
         send_message(self._to_worker, (classifier, key))
 
+    @property
+    def answers(self) -> int:
+        """The file descriptor the answers arrive on (for ``select``)."""
+        return self._from_worker
+
+    @property
+    def unanswered(self) -> int:
+        """Batches submitted whose answer has not been read yet."""
+        return self.in_flight - len(self._read)
+
     def submit(self, batch: Sequence[object]) -> None:
-        """Send a batch of files to prepare (``prepare.ToPrepare`` items)."""
+        """Send a batch of files to prepare (``batching.ToPrepare`` items)."""
         send_message(self._to_worker, list(batch))
         self.in_flight += 1
 
     def ready(self) -> bool:
         """Whether the oldest batch's result has begun to arrive (``take`` will not wait long)."""
-        return bool(select.select([self._from_worker], [], [], 0)[0])
+        return bool(self._read) or bool(select.select([self._from_worker], [], [], 0)[0])
+
+    def read_ahead(self) -> None:
+        """Read the oldest unanswered batch's answer now, for ``take`` (``head_start``'s thread
+        does, so that it can hand the worker its next batch). Waits for it."""
+        self._read.append(self._receive())
 
     def take(self) -> list[Any]:
         """The prepared documents of the oldest batch submitted (waits for them)."""
-        try:
-            message = receive_message(self._from_worker)
-        except EOFError:
-            message = None
-        if message is None:
+        body = self._read.popleft() if self._read else self._receive()
+        if body is None:
             raise WorkerFailed(f"a preparing worker process exited (code {self.process.wait()})")
         self.in_flight -= 1
-        status, payload = message
+        status, payload = pickle.loads(body)
         if status != "ok":
             raise WorkerFailed(f"preparing files failed in a worker process:\n{payload}")
         documents: list[Any] = payload
         return documents
+
+    def _receive(self) -> bytes | None:
+        try:
+            return receive_pickle(self._from_worker)
+        except EOFError:
+            return None
 
     def close(self, *, wait: bool = True) -> None:
         """End the worker: let it finish (``wait``) or stop it now."""

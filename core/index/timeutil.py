@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scopelens.core.contracts import utc
+from scopelens.core.clock import utc
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 FOREVER = 2**62

@@ -42,9 +42,8 @@ from pydantic import Field
 from scopelens.core.contracts import Contract, RetrievalBudget, parse_input
 from scopelens.core.errors import UnreadableFileError
 from scopelens.core.hashing import document_hash
+from scopelens.core.pipeline.policy_file import policy_file
 from scopelens.core.vocab import Source, Trust, Visibility
-
-POLICY_PATH = Path(".scopelens") / "policy.toml"
 
 VISIBILITY_ORDER: tuple[Visibility, ...] = (
     Visibility.RAW, Visibility.REDACTED, Visibility.SUMMARY_ONLY, Visibility.RUNTIME_ONLY
@@ -143,8 +142,5 @@ def load_policy(path: Path) -> Policy:
 
 def find_policy(workspace_root: Path | None, explicit: Path | None) -> Policy:
     """``--policy`` if given, else the workspace's ``.scopelens/policy.toml``, else defaults."""
-    if explicit is not None:
-        return load_policy(explicit)
-    if workspace_root is not None and (workspace_root / POLICY_PATH).is_file():
-        return load_policy(workspace_root / POLICY_PATH)
-    return Policy()
+    path = policy_file(workspace_root, explicit)
+    return Policy() if path is None else load_policy(path)

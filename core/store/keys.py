@@ -18,8 +18,7 @@ from pathlib import Path
 from platformdirs import user_config_dir
 
 from scopelens.core.errors import StoreUnavailableError
-from scopelens.core.redact import RedactionKey
-from scopelens.core.store.engine import display_url, normalise_url, sqlite_path_of
+from scopelens.core.redaction_scan import RedactionKey
 
 KEY_FILE_ENV = "SCOPELENS_REDACTION_KEY_FILE"
 KEY_SUFFIX = ".redaction-key"
@@ -27,28 +26,30 @@ KEY_SUFFIX = ".redaction-key"
 
 def key_path_for(url: str) -> Path | None:
     """The key file of the store at ``url``; None for an in-memory store."""
-    override = os.environ.get(KEY_FILE_ENV)
-    if override:
-        return Path(override).expanduser()
+    override = _override()
+    if override is not None:
+        return override
+    from scopelens.core.store.engine import display_url, sqlite_path_of  # SQLAlchemy: not for early_key
+
     path = sqlite_path_of(url)
     if path is not None:
-        return path.with_name(path.name + KEY_SUFFIX)
+        return _beside(path)
     if url.startswith("sqlite"):
         return None
     name = hashlib.sha256(display_url(url).encode("utf-8")).hexdigest()[:16]
     return Path(user_config_dir("scopelens")) / "redaction-keys" / f"{name}{KEY_SUFFIX}"
 
 
-def early_key(url: str) -> RedactionKey | None:
-    """The key of the SQLite store at ``url`` before the store is opened: read if its file
-    exists, made if the store does not exist yet (its first write would make it), else
-    ``None``: an existing store without a key gets one once it has been opened and checked,
-    and a key that cannot be read or made is reported by the run that opens the store."""
-    url = normalise_url(url)
-    database = sqlite_path_of(url)
-    path = key_path_for(url)
-    if database is None or path is None:
+def early_key(db: str) -> RedactionKey | None:
+    """The key of the SQLite store at the path ``db`` before the store is opened (and before
+    SQLAlchemy is loaded): read if its file exists, made if the store does not exist yet (its
+    first write would make it), else ``None``: an existing store without a key gets one once
+    it has been opened and checked, and a key that cannot be read or made is reported by the
+    run that opens the store. A store given by URL gets ``None`` too."""
+    if "://" in db:
         return None
+    database = Path(db).expanduser().resolve()  # the file engine.normalise_url names
+    path = _override() or _beside(database)
     try:
         try:
             return _read_key(path)
@@ -84,6 +85,15 @@ def load_or_create_key(path: Path | None) -> RedactionKey:
     finally:
         temporary.unlink(missing_ok=True)
     return _read_key(path)
+
+
+def _override() -> Path | None:
+    override = os.environ.get(KEY_FILE_ENV)
+    return Path(override).expanduser() if override else None
+
+
+def _beside(database: Path) -> Path:
+    return database.with_name(database.name + KEY_SUFFIX)
 
 
 def _read_key(path: Path) -> RedactionKey:

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import fcntl
 import sysconfig
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from scopelens.core.index.prepare import (
-    BATCH_BYTES,
-    FileOnDisk,
-    HeadStart,
-    PreparedDocument,
-    Unreadable,
-    prepare_all,
-)
+from scopelens.core.index import batching
+from scopelens.core.index.batching import BATCH_BYTES, IN_FLIGHT_PER_WORKER, FileOnDisk
+from scopelens.core.index.head_start import HeadStart
+from scopelens.core.index.prepare import PreparedDocument, Unreadable, prepare_all
 from scopelens.core.index.prepare_worker import PIPE_BYTES, PreparingWorker
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.redact import RedactionKey
@@ -57,7 +54,7 @@ def test_this_process_and_the_workers_share_the_batches_and_keep_their_order(mon
     from scopelens.core.index.prepare_worker import PreparingWorker
 
     given = files() * 3
-    monkeypatch.setattr(prepare, "BATCH_BYTES", 3_000)
+    monkeypatch.setattr(batching, "BATCH_BYTES", 3_000)
     in_process = [comparable(d) for d in prepare_all(given, classifier=SourceClassifier(), key=KEY, workers=0)]
     taken: list[int] = []
     here: list[int] = []
@@ -183,27 +180,54 @@ def _counting_prepares(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_batches_handed_out_ahead_are_used_when_they_are_the_batches_due(tmp_path, monkeypatch) -> None:
-    from scopelens.core.index import prepare
 
-    monkeypatch.setattr(prepare, "BATCH_BYTES", 4_000)  # several batches of these files
+    monkeypatch.setattr(batching, "BATCH_BYTES", 4_000)  # several batches of these files
     on_disk = _on_disk(tmp_path)
     expected = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, workers=0)]
-    batches = len(list(prepare._batches(on_disk)))
-    assert batches > 3
+    batches = len(list(batching.cut_batches(on_disk)))
+    assert batches > IN_FLIGHT_PER_WORKER
     here = _counting_prepares(monkeypatch)
     with HeadStart(on_disk, classifier=SourceClassifier(), key=KEY, workers=1, batches=batches) as started:
+        _wait_until_answered(started, batches)
         got = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, head_start=started)]
     assert got == expected
     assert here == []  # every batch was the worker's, handed out before prepare_all was called
+
+
+def test_a_head_start_hands_out_a_few_batches_at_a_time_until_the_indexer_takes_over(tmp_path, monkeypatch) -> None:
+    """The indexing process prepares batches too once it is ready, and cannot go on while the
+    batch it must yield next waits behind a long queue in a worker: the head start's thread
+    keeps each worker at ``IN_FLIGHT_PER_WORKER`` unanswered batches, handing out the next as
+    an answer comes back, with no call from the indexer in between."""
+    monkeypatch.setattr(batching, "BATCH_BYTES", 4_000)
+    on_disk = _on_disk(tmp_path)
+    batches = len(list(batching.cut_batches(on_disk)))
+    assert batches > IN_FLIGHT_PER_WORKER + 1
+    with HeadStart(on_disk, classifier=SourceClassifier(), key=KEY, workers=1, batches=batches) as started:
+        assert len(started.ahead) <= IN_FLIGHT_PER_WORKER
+        _wait_until_answered(started, batches)  # the thread handed out the rest by itself
+        assert [batch for _, batch in started.ahead] == list(batching.cut_batches(on_disk))
+        [worker] = started.pool
+        assert worker.unanswered == 0 and worker.ready()  # answers read ahead, waiting for take
+        got = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, head_start=started)]
+    expected = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, workers=0)]
+    assert got == expected
+    assert worker.process.poll() is not None
+
+
+def _wait_until_answered(started: HeadStart, batches: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(started.ahead) < batches or any(worker.unanswered for worker in started.pool):
+        assert time.monotonic() < deadline, "the head start's thread stopped handing out batches"
+        time.sleep(0.01)
 
 
 def test_batches_handed_out_ahead_that_are_not_due_are_thrown_away(tmp_path, monkeypatch) -> None:
     """The diff found other files than the stat check (one unchanged by its hash, say): from the
     first batch that differs, what was handed out ahead is dropped, and every file is prepared
     once, in order."""
-    from scopelens.core.index import prepare
 
-    monkeypatch.setattr(prepare, "BATCH_BYTES", 4_000)
+    monkeypatch.setattr(batching, "BATCH_BYTES", 4_000)
     on_disk = _on_disk(tmp_path)
     due = on_disk[:2] + on_disk[3:]  # the third file turned out unchanged
     expected = [counted(d) for d in prepare_all(due, classifier=SourceClassifier(), key=KEY, workers=0)]

@@ -189,7 +189,8 @@ class TermCounts:
 
 
 class _Expansions:
-    """Words to their terms, remembered across calls (code repeats its words).
+    """Atoms (``_word_fans``: words without a separator, and the runs between a compound's
+    separators) to their terms, remembered across calls (code repeats its words).
 
     Two generations of at most ``LIMIT`` words each: a word looked up moves to the recent
     one, and when that is full the older one is dropped. Words in use survive (a clear-all
@@ -220,19 +221,113 @@ class _Expansions:
 
 
 def _expand_word(word: str) -> tuple[str, ...]:
-    """The terms of one word found by ``count_terms``'s regexes (``tokenize``'s, per word)."""
+    """The terms of one atom or word found by ``count_terms``'s regexes (``tokenize``'s, per word)."""
     return tuple(_bigrams(word)) if CJK_CHAR.match(word) else _word_terms(word)
 
 
 _EXPANSIONS = _Expansions()
 
 
+_JOINED = re.compile(r"[./:\-]")
+"""A word holding one of these is a compound (``_JOIN``)."""
+_ATOM_SEPARATOR = re.compile(r"::|[./\-\n]")
+"""Between the atoms of compounds joined by newlines."""
+_SEPARATOR_WEIGHT = np.zeros(128, dtype=np.int64)
+_SEPARATOR_WEIGHT[[ord(c) for c in "./-"]] = 2
+_SEPARATOR_WEIGHT[ord(":")] = 1  # "::" is one separator
+_SEPARATOR_WEIGHT_U8 = np.zeros(256, dtype=np.int64)
+_SEPARATOR_WEIGHT_U8[:128] = _SEPARATOR_WEIGHT
+
+
+def _word_fans(distinct: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The terms of each distinct word: ``(terms, part_bounds, parts)``, word ``w`` giving
+    ``terms[t]`` for ``t`` in ``parts[part_bounds[w]:part_bounds[w + 1]]``, in no set order
+    within a word (counts do not need one).
+
+    A compound of at most ``_MAX_WHOLE`` characters gives what ``_word_terms`` gives, as
+    a multiset: itself, the parts between ``/`` and ``::`` that hold ``.`` or ``-`` (they are
+    split further), and the terms of each of its *atoms*, the runs between separators, as
+    ``_word_terms`` gives them for the atom alone (its levels split each piece on its own).
+    So only the distinct atoms are expanded in Python (cached across calls: code repeats
+    them far more than its compounds); compounds are split and lowered a batch at a time.
+    Other words (no separator, a blob over ``_MAX_WHOLE``, a CJK run) are their own atom.
+    """
+    compound_at = [at for at, word in enumerate(distinct) if len(word) <= _MAX_WHOLE and _JOINED.search(word)]
+    compounds = [distinct[at] for at in compound_at]
+    is_compound = np.zeros(len(distinct), dtype=bool)
+    is_compound[compound_at] = True
+    simple_at = np.flatnonzero(~is_compound)
+    # Each word's atoms: a simple word is its own; a compound's come from one split of them all.
+    joined = "\n".join(compounds)
+    compound_atoms = _ATOM_SEPARATOR.split(joined) if compounds else []
+    atoms_per_compound = _separators_per_line(joined, len(compounds)) + 1
+    atom_words = np.concatenate([simple_at, np.repeat(np.asarray(compound_at, dtype=np.int64), atoms_per_compound)])
+    atom_numbers: dict[str, int] = {}
+    number_atom = atom_numbers.setdefault
+    atom_strings = chain((distinct[at] for at in simple_at.tolist()), compound_atoms)
+    atom_ids = np.fromiter(
+        map(number_atom, atom_strings, map(len, repeat(atom_numbers))), dtype=np.int64, count=len(atom_words)
+    )
+    # Each distinct atom's terms (cached across calls), numbered with the compounds' own terms.
+    expansions = _EXPANSIONS.lookup(list(atom_numbers))
+    atom_fans = np.fromiter(map(len, expansions), dtype=np.int64, count=len(expansions))
+    atom_bounds = np.zeros(len(expansions) + 1, dtype=np.int64)
+    np.cumsum(atom_fans, out=atom_bounds[1:])
+    term_numbers: dict[str, int] = {}
+    number_term = term_numbers.setdefault
+    atom_parts = np.fromiter(
+        map(number_term, chain.from_iterable(expansions), map(len, repeat(term_numbers))),
+        dtype=np.int64, count=int(atom_bounds[-1]),
+    )
+    # A compound's own terms: itself, lowered (one lower() for all: a newline bounds
+    # str.lower()'s only context rule, a final sigma), and its dotted parts between slashes.
+    wholes = joined.lower().split("\n") if compounds else []
+    whole_words = np.asarray(compound_at, dtype=np.int64)
+    middles: list[str] = []
+    middle_words: list[int] = []
+    for at, word in zip(compound_at, compounds, strict=True):
+        if "/" in word or ":" in word:
+            for part in word.replace("::", "/").split("/"):
+                if "." in part or "-" in part:
+                    middles.append(part.lower())
+                    middle_words.append(at)
+    own = np.fromiter(
+        map(number_term, chain(wholes, middles), map(len, repeat(term_numbers))),
+        dtype=np.int64, count=len(wholes) + len(middles),
+    )
+    # Word -> atoms -> terms, then the compounds' own terms; grouped by word.
+    fan = atom_fans[atom_ids]
+    starts = np.repeat(atom_bounds[:-1][atom_ids] - np.cumsum(fan) + fan, fan) + np.arange(int(fan.sum()))
+    word_of = np.concatenate([np.repeat(atom_words, fan), whole_words, np.asarray(middle_words, dtype=np.int64)])
+    unsorted = np.concatenate([atom_parts[starts], own])
+    order = np.argsort(word_of, kind="stable")
+    part_bounds = np.zeros(len(distinct) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(word_of, minlength=len(distinct)), out=part_bounds[1:])
+    return list(term_numbers), part_bounds, unsorted[order]
+
+
+def _separators_per_line(joined: str, lines: int) -> np.ndarray:
+    """How many separators (``.``, ``/``, ``-``, ``::``) each of the newline-joined words holds."""
+    if not lines:
+        return np.zeros(0, dtype=np.int64)
+    if joined.isascii():
+        codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+        weights = _SEPARATOR_WEIGHT_U8[codes]
+    else:
+        codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+        weights = _SEPARATOR_WEIGHT[np.minimum(codes, 127)]
+    line_starts = np.zeros(lines, dtype=np.int64)
+    line_starts[1:] = np.flatnonzero(codes == ord("\n")) + 1
+    return np.add.reduceat(weights, line_starts) // 2 if len(codes) else np.zeros(lines, dtype=np.int64)
+
+
 def count_terms(units: Sequence[Sequence[str]]) -> TermCounts:
     """Count the terms of each unit's texts, as ``tokenize`` would emit them.
 
     Words are found by one regex per text (in C) and numbered by a dictionary in C
-    (``map(dict.setdefault, ...)``); only each *distinct* word is expanded in Python, and
-    occurrences are counted with numpy sorts: no per-token Python work.
+    (``map(dict.setdefault, ...)``); the distinct words are expanded into terms by
+    ``_word_fans`` (a few passes in C over all of them, Python only for each distinct
+    *atom*), and occurrences are counted with numpy sorts: no per-token Python work.
     """
     words: list[str] = []
     per_unit = np.zeros(len(units), dtype=np.int64)
@@ -249,20 +344,8 @@ def count_terms(units: Sequence[Sequence[str]]) -> TermCounts:
         map(vocabulary.setdefault, words, map(len, repeat(vocabulary))), dtype=np.int64, count=len(words)
     )
     del words
-    # Each distinct word's terms (cached across calls), numbered in order of first appearance
-    # in the texts (words are numbered so, and expand in order): word w gives
-    # parts[part_bounds[w]:part_bounds[w + 1]].
-    expansions = _EXPANSIONS.lookup(list(vocabulary))
-    fans = np.fromiter(map(len, expansions), dtype=np.int64, count=len(expansions))
-    part_bounds = np.zeros(len(expansions) + 1, dtype=np.int64)
-    np.cumsum(fans, out=part_bounds[1:])
-    term_numbers: dict[str, int] = {}
-    parts = np.fromiter(
-        map(term_numbers.setdefault, chain.from_iterable(expansions), map(len, repeat(term_numbers))),
-        dtype=np.int64,
-        count=int(part_bounds[-1]),
-    )
-    terms = list(term_numbers)
+    # Word w gives the terms parts[part_bounds[w]:part_bounds[w + 1]].
+    terms, part_bounds, parts = _word_fans(list(vocabulary))
     n_words = max(len(vocabulary), 1)
     # (unit, word) occurrences and their counts.
     keys = np.repeat(np.arange(len(units), dtype=np.int64), per_unit) * n_words + word_ids

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 
 import pytest
@@ -227,6 +228,24 @@ def test_word_terms_follow_the_reference_rules(parts: list[tuple[str, str]], pad
     text = "".join(joiner + part for joiner, part in parts) + "q" * (padding if padding > 100 else 0)
     for word in tokenizer._ANY_WORD.findall(text):
         assert tokenizer._word_terms(word) == _reference_terms(word), word
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.lists(st.lists(st.tuples(JOINERS, WORD_PARTS, st.sampled_from([" ", "", "", "\n"])), max_size=12), max_size=4),
+       st.integers(0, 140))
+def test_counted_compounds_give_the_terms_of_the_reference_rules(units: list[list[tuple[str, str, str]]], padding: int) -> None:
+    """``count_terms`` splits compounds into atoms a batch at a time and expands only the atoms;
+    per unit, that is the multiset of every word's terms by the level-by-level rules (long
+    compounds, ``::``, non-ASCII case and final sigmas included)."""
+    from scopelens.core.index import tokenizer
+
+    texts = ["".join(joiner + part + space for joiner, part, space in unit) + "q" * (padding if padding > 100 else 0)
+             for unit in units]
+    counts = count_terms([(text,) for text in texts])
+    for u, text in enumerate(texts):
+        words = tokenizer._ANY_WORD.findall(unicodedata.normalize("NFKC", text))
+        expected = Counter(t for word in words for t in _reference_terms(word))
+        assert counts.unit(u) == dict(expected), text
 
 
 @pytest.mark.parametrize("word", ["1" * 200, "abc_" * 40, "getHTTPResponse_v2", "os.path.join", "a::B-c_dE"])

@@ -104,9 +104,12 @@ class _Doc:
     def __init__(self, text: str, max_lines: int, max_chars: int) -> None:
         self.lines = text.splitlines()
         n = len(self.lines)
-        lengths = np.fromiter(map(len, self.lines), dtype=np.int64, count=n)
-        spaces = np.fromiter(map(str.isspace, self.lines), dtype=bool, count=n)
-        self.blank: list[bool] = ((lengths == 0) | spaces).tolist()
+        self.lengths = lengths = np.fromiter(map(len, self.lines), dtype=np.int64, count=n)
+        self.stripped = np.fromiter(map(len, map(str.lstrip, self.lines)), dtype=np.int64, count=n)
+        """Each line's length without its leading whitespace (``str.isspace``'s)."""
+        self.blank: list[bool] = (self.stripped == 0).tolist()
+        self.indent: list[int] = (lengths - self.stripped).tolist()
+        """Each line's leading whitespace, in characters."""
         self.max_lines = max_lines
         self.max_chars = max_chars
         # cum[i] = characters in lines[:i], counting one "\n" after each line.
@@ -175,7 +178,8 @@ class _Doc:
     def python_rank(self, s: int, e: int) -> Callable[[int], int]:
         """Prefer blank lines followed by a line at the range's outermost body indentation."""
         body = range(s + 1, e + 1)
-        base = min((_indent(self.lines[i]) for i in body if not self.blank[i]), default=0)
+        indent, blank = self.indent, self.blank
+        base = min((indent[i] for i in body if not blank[i]), default=0)
 
         def rank(i: int) -> int:
             if not self.blank[i]:
@@ -183,7 +187,7 @@ class _Doc:
             j = i + 1
             while j < len(self.lines) and self.blank[j]:
                 j += 1
-            return 2 if j < len(self.lines) and _indent(self.lines[j]) <= base else 1
+            return 2 if j < len(self.lines) and indent[j] <= base else 1
 
         return rank
 
@@ -242,7 +246,7 @@ def _python_spans(doc: _Doc, text: str) -> list[_Span] | None:
     string, a null byte)."""
     if "\x00" in text:
         return None
-    scan = PythonLines(text, doc.lines)
+    scan = PythonLines(text, doc.lines, doc.lengths, doc.stripped)
     if not scan.balanced:
         return None
     items = _ranges(doc, scan.statements(0, len(doc.lines)), -1, len(doc.lines))
@@ -330,18 +334,14 @@ def _ranges(doc: _Doc, body: list[Statement], floor: int, ceiling: int) -> list[
         if statement.kind is not None:
             while s - 1 > prev_end and doc.lines[s - 1].lstrip().startswith("#"):
                 s -= 1
-            column = _indent(doc.lines[s])
+            column = doc.indent[s]
             nxt = min(body[k + 1].first, ceiling) if k + 1 < len(body) else ceiling
             for j in range(e + 1, nxt):
                 if doc.blank[j]:
                     continue
-                if _indent(doc.lines[j]) <= column:
+                if doc.indent[j] <= column:
                     break
                 e = j
         out.append((s, e, statement))
         prev_end = e
     return out
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())

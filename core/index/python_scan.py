@@ -74,14 +74,20 @@ class Statement:
 class PythonLines:
     """Per-line facts about one Python text, for finding the statements of its blocks."""
 
-    def __init__(self, text: str, lines: list[str]) -> None:
+    def __init__(
+        self, text: str, lines: list[str], lengths: np.ndarray | None = None, stripped: np.ndarray | None = None
+    ) -> None:
+        """``lines`` are ``text.splitlines()``; ``lengths``, their lengths, and ``stripped``, those
+        without leading whitespace, when the caller has them already (the chunker does)."""
         self.lines = lines
         n = len(lines)
-        lengths = np.fromiter(map(len, text.splitlines(keepends=True)), dtype=np.int64, count=n)
+        if lengths is None:
+            lengths = np.fromiter(map(len, lines), dtype=np.int64, count=n)
+        if stripped is None:
+            stripped = np.fromiter(map(len, map(str.lstrip, lines)), dtype=np.int64, count=n)
         starts = np.zeros(n, dtype=np.int64)
-        np.cumsum(lengths[:-1], out=starts[1:])
-        stripped = np.fromiter(map(len, map(str.lstrip, lines)), dtype=np.int64, count=n)
-        content_ends = starts + np.fromiter(map(len, lines), dtype=np.int64, count=n)
+        np.cumsum(_with_breaks(text, lines, lengths)[:-1], out=starts[1:])
+        content_ends = starts + lengths
         codes = _codes(text)
         strings = _Covered(text)
         # A line continues a statement when the character ending the previous line is inside
@@ -173,6 +179,22 @@ class _Covered:
         if not len(self.starts):
             return np.zeros(len(positions), dtype=bool)
         return (k >= 0) & (positions < self.ends[np.maximum(k, 0)])
+
+
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+"""The line breaks of ``str.splitlines()`` besides ``\\n`` (``\\r\\n`` counts as one)."""
+
+
+def _with_breaks(text: str, lines: list[str], lengths: np.ndarray) -> np.ndarray:
+    """The length of each line with its line break (``splitlines(keepends=True)``'s lengths):
+    one more than ``lengths`` when every break is a ``\\n`` (a search for each other break
+    character costs less than splitting the text again)."""
+    if any(other in text for other in _OTHER_BREAKS):
+        return np.fromiter(map(len, text.splitlines(keepends=True)), dtype=np.int64, count=len(lines))
+    with_breaks = lengths + 1
+    if len(lines) and not text.endswith("\n"):
+        with_breaks[-1] -= 1
+    return with_breaks
 
 
 def _codes(text: str) -> np.ndarray:

@@ -8,6 +8,7 @@ import sysconfig
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -140,3 +141,16 @@ def test_mutated_real_code_never_breaks_the_chunk_invariant(data: st.DataObject)
         assert chunk.text == "\n".join(split[chunk.start_line - 1 : chunk.end_line])
         assert chunk.text.strip()
         previous_end = chunk.end_line
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab \t#'\"(\n\r\x0b\x0c\x1c\x85\u2028é")), max_size=60))
+def test_line_starts_count_every_kind_of_line_break(text: str) -> None:
+    """The scanner finds where lines start from their lengths plus one break character, unless the
+    text holds a break other than a newline; either way, what ``splitlines(keepends=True)`` gives."""
+    from scopelens.core.index.python_scan import _with_breaks
+
+    lines = text.splitlines()
+    lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+    assert _with_breaks(text, lines, lengths).tolist() == [len(line) for line in text.splitlines(keepends=True)]
+    assert PythonLines(text, lines).lines == lines

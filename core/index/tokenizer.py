@@ -222,7 +222,30 @@ class _Expansions:
 
 def _expand_word(word: str) -> tuple[str, ...]:
     """The terms of one atom or word found by ``count_terms``'s regexes (``tokenize``'s, per word)."""
-    return tuple(_bigrams(word)) if CJK_CHAR.match(word) else _word_terms(word)
+    if CJK_CHAR.match(word):
+        return tuple(_bigrams(word))
+    if len(word) > _MAX_WHOLE and _JOINED.search(word):
+        return _word_terms(word)  # a compound too long to be split into atoms (``_word_fans``)
+    return _atom_terms(word)
+
+
+def _atom_terms(atom: str) -> tuple[str, ...]:
+    """``_word_terms`` of a word without ``/``, ``:``, ``.`` or ``-``: only its ``_`` and case
+    levels, and the ``_`` level always splits (no part of an atom holding ``_`` is the atom)."""
+    if atom.isascii() and atom.isalnum() and (atom.islower() or atom.isdigit()):
+        return (atom,) if len(atom) > 1 or atom.isalpha() else ()
+    out = [atom] if len(atom) <= _MAX_WHOLE else []
+    pieces = [atom]
+    if "_" in atom:
+        pieces = [piece for piece in atom.split("_") if piece]
+        out += pieces
+    if not atom.islower() and not atom.isupper():
+        for piece in pieces:
+            if not piece.islower() and not piece.isupper() and piece.isascii():
+                humps = _CAMEL.findall(piece)
+                if len(humps) > 1:
+                    out += humps
+    return tuple([t for t in " ".join(out).lower().split(" ") if (t.isalpha() if len(t) == 1 else t.strip("_"))])
 
 
 _EXPANSIONS = _Expansions()

@@ -111,6 +111,13 @@ def _word_terms(word: str) -> tuple[str, ...]:
         pieces = _split_each(pieces, out, _dotted_parts)
     if "_" in word:
         pieces = _split_each(pieces, out, _snake_parts, "_")
+    return _humps_and_kept(word, pieces, out)
+
+
+def _humps_and_kept(word: str, pieces: list[str], out: list[str]) -> tuple[str, ...]:
+    """The last level of ``word``'s expansion: ``pieces`` split at case changes (ASCII pieces
+    only), added to ``out``; then every term of ``out`` lowered, and those kept that the
+    rule keeps."""
     if not word.islower() and not word.isupper():
         for piece in pieces:
             if not piece.islower() and not piece.isupper() and piece.isascii():
@@ -239,13 +246,7 @@ def _atom_terms(atom: str) -> tuple[str, ...]:
     if "_" in atom:
         pieces = [piece for piece in atom.split("_") if piece]
         out += pieces
-    if not atom.islower() and not atom.isupper():
-        for piece in pieces:
-            if not piece.islower() and not piece.isupper() and piece.isascii():
-                humps = _CAMEL.findall(piece)
-                if len(humps) > 1:
-                    out += humps
-    return tuple([t for t in " ".join(out).lower().split(" ") if (t.isalpha() if len(t) == 1 else t.strip("_"))])
+    return _humps_and_kept(atom, pieces, out)
 
 
 _EXPANSIONS = _Expansions()

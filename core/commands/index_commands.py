@@ -146,7 +146,7 @@ def start_preparing(
     db: str, to_read: Sequence[WalkedFile] | None, *, classifier: SourceClassifier, workers: int | None
 ) -> HeadStart | None:
     """Workers preparing the first files the stat check found to read, while this process loads
-    the indexer and diffs (``prepare.HeadStart``), when the files are enough for workers and
+    the indexer and diffs (``head_start.HeadStart``), when the files are enough for workers and
     the store's redaction key is known. A key is made here only for a store that does not
     exist yet (its first run makes it anyway); an existing store without one is opened first."""
     from scopelens.core.index.batching import POOL_MIN_BYTES, FileOnDisk, pool_size

@@ -21,7 +21,6 @@ Like ``batching.py``, this module loads no numpy and no database code.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import threading
@@ -113,11 +112,12 @@ class HeadStart:
             return
 
     def _stop_feeding(self) -> None:
+        """Wake the thread and wait for it to end (at once: it waits on the wake pipe too)."""
         if self._feeder is not None:
             os.write(self._wake_write, b"x")
             self._feeder.join()
             self._feeder = None
-        for fd in (self._wake_read, self._wake_write):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._wake_read = self._wake_write = -1
+        if self._wake_read >= 0:
+            os.close(self._wake_read)
+            os.close(self._wake_write)
+            self._wake_read = self._wake_write = -1

@@ -255,3 +255,19 @@ def test_an_unused_head_start_stops_its_workers(tmp_path) -> None:
         workers = list(started.pool)
         assert len(workers) == 2
     assert all(worker.process.wait(timeout=10) is not None for worker in workers)
+
+
+def test_a_worker_killed_during_a_head_start_fails_the_run_instead_of_hanging(tmp_path, monkeypatch) -> None:
+    """The head start's thread reads the worker's answers; a worker that dies meanwhile is
+    reported by ``prepare_all`` when it takes the answer due, as without a head start."""
+    from scopelens.core.index.prepare_worker import WorkerFailed
+
+    monkeypatch.setattr(batching, "BATCH_BYTES", 4_000)
+    on_disk = _on_disk(tmp_path)
+    with HeadStart(on_disk, classifier=SourceClassifier(), key=KEY, workers=1) as started:
+        [worker] = started.pool
+        worker.process.kill()
+        worker.process.wait(timeout=10)
+        time.sleep(0.2)  # the thread sees the pipe closed
+        with pytest.raises(WorkerFailed, match="exited"):
+            list(prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, head_start=started))

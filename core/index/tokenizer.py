@@ -23,7 +23,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 
 import numpy as np
 
@@ -345,6 +345,20 @@ def _separators_per_line(joined: str, lines: int) -> np.ndarray:
     return np.add.reduceat(weights, line_starts) // 2 if len(codes) else np.zeros(lines, dtype=np.int64)
 
 
+def _first_seen_ids(words: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Each word's number in order of first appearance, and the distinct words in that order.
+
+    A dictionary in C (``map(dict.setdefault, ...)``) gives each word the position of its
+    first occurrence (``itertools.count``); numpy turns those into 0, 1, 2... A counter of
+    the dictionary's length (``map(len, repeat(d))``) gives them directly, at one more C call
+    per word: a quarter slower on the standard library's batches."""
+    first_at: dict[str, int] = {}
+    positions = np.fromiter(map(first_at.setdefault, words, count()), dtype=np.int64, count=len(words))
+    dense = np.empty(len(words), dtype=np.int64)
+    dense[np.fromiter(first_at.values(), dtype=np.int64, count=len(first_at))] = np.arange(len(first_at))
+    return dense[positions], list(first_at)
+
+
 def count_terms(units: Sequence[Sequence[str]]) -> TermCounts:
     """Count the terms of each unit's texts, as ``tokenize`` would emit them.
 
@@ -363,14 +377,11 @@ def count_terms(units: Sequence[Sequence[str]]) -> TermCounts:
             else:
                 words += _ANY_WORD.findall(unicodedata.normalize("NFKC", text))
         per_unit[u] = len(words) - before
-    vocabulary: dict[str, int] = {}
-    word_ids = np.fromiter(
-        map(vocabulary.setdefault, words, map(len, repeat(vocabulary))), dtype=np.int64, count=len(words)
-    )
+    word_ids, distinct = _first_seen_ids(words)
     del words
     # Word w gives the terms parts[part_bounds[w]:part_bounds[w + 1]].
-    terms, part_bounds, parts = _word_fans(list(vocabulary))
-    n_words = max(len(vocabulary), 1)
+    terms, part_bounds, parts = _word_fans(distinct)
+    n_words = max(len(distinct), 1)
     # (unit, word) occurrences and their counts.
     keys = np.repeat(np.arange(len(units), dtype=np.int64), per_unit) * n_words + word_ids
     keys, counts = np.unique(keys, return_counts=True)

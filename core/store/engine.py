@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import weakref
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -94,6 +95,7 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     except (ArgumentError, ImportError, ModuleNotFoundError) as exc:
         raise StoreUnavailableError(f"cannot use database URL {url!r}: {exc}") from None
     _pool_per_process(engine)
+    _PRE_PINGED.add(engine)
     if read_only:
         @event.listens_for(engine, "connect")
         def _read_only_session(dbapi_connection: Any, _record: Any) -> None:
@@ -101,6 +103,23 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
                 cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
             dbapi_connection.commit()
     return engine
+
+
+_PRE_PINGED: weakref.WeakSet[Engine] = weakref.WeakSet()
+"""Server engines, whose pools ping a connection before handing it out (``_new_pools_in_child``)."""
+
+
+def _new_pools_in_child() -> None:
+    """Right after ``os.fork()``, in the child: every server engine gets an empty pool, and the
+    parent's pooled connections are dropped without being closed (psycopg does not end a
+    session from a process other than its own). The checkout rule of ``_pool_per_process``
+    would give the child new ones too, but only after the pool's pre-ping, which would talk
+    over the parent's socket while the parent may be using it."""
+    for engine in list(_PRE_PINGED):
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_new_pools_in_child)
 
 
 def _pool_per_process(engine: Engine) -> None:

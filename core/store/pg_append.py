@@ -86,6 +86,10 @@ class AppendConnection:
         self._proxied: PoolProxiedConnection | None = None
         self._pid = os.getpid()
         """The process that holds ``_proxied`` (a forked child must not use, nor close, it)."""
+        self._inherited: list[PoolProxiedConnection] = []
+        """A forked child's reference to its parent's connection, kept so that it is never
+        collected: collecting it would check it in to the child's pool, whose pre-ping on the
+        next checkout would talk over the parent's socket (a test hung so, once in many runs)."""
 
     def execute(self, params: dict[str, Any]) -> Any:
         """Run the append statement; its one row, or None when the session does not exist."""
@@ -117,6 +121,8 @@ class AppendConnection:
         """In a forked child, forget the parent's connection without closing it (closing would
         end the parent's session); the child opens its own."""
         if self._pid != os.getpid():
+            if self._proxied is not None:
+                self._inherited.append(self._proxied)
             self._proxied, self._pid = None, os.getpid()
 
     def _drop(self) -> None:

@@ -286,14 +286,9 @@ def _word_fans(distinct: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     compound_atoms = _ATOM_SEPARATOR.split(joined) if compounds else []
     atoms_per_compound = _separators_per_line(joined, len(compounds)) + 1
     atom_words = np.concatenate([simple_at, np.repeat(np.asarray(compound_at, dtype=np.int64), atoms_per_compound)])
-    atom_numbers: dict[str, int] = {}
-    number_atom = atom_numbers.setdefault
-    atom_strings = chain((distinct[at] for at in simple_at.tolist()), compound_atoms)
-    atom_ids = np.fromiter(
-        map(number_atom, atom_strings, map(len, repeat(atom_numbers))), dtype=np.int64, count=len(atom_words)
-    )
+    atom_ids, atoms = _first_seen_ids([*map(distinct.__getitem__, simple_at.tolist()), *compound_atoms])
     # Each distinct atom's terms (cached across calls), numbered with the compounds' own terms.
-    expansions = _EXPANSIONS.lookup(list(atom_numbers))
+    expansions = _EXPANSIONS.lookup(atoms)
     atom_fans = np.fromiter(map(len, expansions), dtype=np.int64, count=len(expansions))
     atom_bounds = np.zeros(len(expansions) + 1, dtype=np.int64)
     np.cumsum(atom_fans, out=atom_bounds[1:])
@@ -332,7 +327,7 @@ def _word_fans(distinct: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
 
 def _separators_per_line(joined: str, lines: int) -> np.ndarray:
     """How many separators (``.``, ``/``, ``-``, ``::``) each of the newline-joined words holds."""
-    if not lines:
+    if not lines:  # (words are never empty, so any line has characters)
         return np.zeros(0, dtype=np.int64)
     if joined.isascii():
         codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
@@ -342,7 +337,7 @@ def _separators_per_line(joined: str, lines: int) -> np.ndarray:
         weights = _SEPARATOR_WEIGHT[np.minimum(codes, 127)]
     line_starts = np.zeros(lines, dtype=np.int64)
     line_starts[1:] = np.flatnonzero(codes == ord("\n")) + 1
-    return np.add.reduceat(weights, line_starts) // 2 if len(codes) else np.zeros(lines, dtype=np.int64)
+    return np.add.reduceat(weights, line_starts) // 2
 
 
 def _first_seen_ids(words: list[str]) -> tuple[np.ndarray, list[str]]:

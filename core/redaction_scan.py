@@ -54,8 +54,10 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
+from scopelens.core.redaction_prefilter import LiteralFinder, LiteralGroup, literal_finder
 from scopelens.core.vocab import RedactionKind as K
 
 ENTROPY_THRESHOLD = 3.0
@@ -220,12 +222,23 @@ class _Pattern:
     """A secret format found by one regex; group ``s`` is the secret."""
 
     kind: K
+    literals: tuple[str, ...]
+    """Every match holds one of these (lowercase when ``lowered``): text without any of them
+    is not searched (``redaction_prefilter``)."""
     regex: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool] | None = None
     lowered: bool = False
     """Match the lowercased text: case-insensitive, yet with a fast literal prefix."""
 
-    def find(self, text: str, lowered: str) -> Iterator[_Span]:
+    @property
+    def literal_group(self) -> LiteralGroup:
+        return LiteralGroup(self.literals, caseless=self.lowered)
+
+    def find(self, text: str, lowered: str, starts: list[int] | None = None) -> Iterator[_Span]:
+        """The secrets of this format (``starts``: where its literals occur, or ``None``: not
+        known; the regex then runs whatever they are, as long as one occurs)."""
+        if starts is not None and not starts:
+            return
         for match in self.regex.finditer(lowered if self.lowered else text):
             if self.accept is None or self.accept(match):
                 yield match.start("s"), match.end("s"), self.kind
@@ -254,10 +267,15 @@ class _Assignments:
     """
 
     words = ("secret", "passw", "passphrase", "pwd", "token", "credential", "key", "auth")
+    literal_group = LiteralGroup(words, caseless=True, every=True)
 
-    def find(self, text: str, lowered: str) -> Iterator[_Span]:
+    def find(self, text: str, lowered: str, starts: list[int] | None = None) -> Iterator[_Span]:
+        """The secrets assigned in ``text``; ``starts``, where the words occur in ``lowered``
+        (ascending), if known."""
+        if starts is None:
+            starts = sorted({at for word in self.words for at in _occurrences(lowered, word)})
         examined = 0  # hits before this offset lie in runs already looked at
-        for at in sorted({at for word in self.words for at in _occurrences(lowered, word)}):
+        for at in starts:
             if at < examined:
                 continue
             start = _name_start(text, at, floor=max(examined, at - _MAX_NAME))
@@ -308,24 +326,28 @@ _B64 = r"[A-Za-z0-9+/=]"
 _GAP = r"[\s\\]"  # between lines of a key: newlines, or "\n" escapes inside JSON
 
 
-def _token(kind: K, prefix: str, width: int, rest: str, end: str = _E) -> _Pattern:
-    """A token that starts with ``prefix`` (``width`` chars) at a word start.
+def _token(kind: K, prefixes: tuple[str, ...], rest: str, end: str = _E) -> _Pattern:
+    """A token that starts with one of ``prefixes`` (all as long) at a word start.
 
     The start check is a look-behind placed *after* the prefix, so that the regex still
     begins with a literal and ``re`` can skip ahead to it (about 30 times faster).
     """
+    [width] = {len(prefix) for prefix in prefixes}
+    prefix = "|".join(map(re.escape, prefixes))
     return _Pattern(
-        kind, re.compile(rf"(?P<s>(?:{prefix})(?<![A-Za-z0-9_].{{{width}}})(?:{rest})){end}")
+        kind, prefixes, re.compile(rf"(?P<s>(?:{prefix})(?<![A-Za-z0-9_].{{{width}}})(?:{rest})){end}")
     )
 
 
 _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
     _Pattern(
         K.GCP_SERVICE_ACCOUNT_KEY,
+        ('"private_key"',),
         re.compile(r'"private_key"\s*:\s*"(?P<s>-----BEGIN [^"]{20,})"'),
     ),
     _Pattern(
         K.PRIVATE_KEY_BLOCK,
+        ("-----BEGIN ",),
         re.compile(
             r"(?P<s>-----BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?P<blk>(?: BLOCK)?)-----"
             # Body: base64 and "Proc-Type: 4,ENCRYPTED" headers, never "-----", so that a
@@ -335,6 +357,7 @@ _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
     ),
     _Pattern(  # cut off before its END line: redact as far as runs of 16+ base64 go
         K.PRIVATE_KEY_BLOCK,
+        ("-----BEGIN ",),
         re.compile(
             r"(?P<s>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
             rf"{_GAP}*{_B64}{{40,}}(?:{_GAP}+{_B64}{{16,}})*)"
@@ -342,6 +365,7 @@ _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
     ),
     _Pattern(
         K.AZURE_STORAGE_KEY,
+        ("accountkey", "sharedaccesskey"),
         re.compile(
             r"key(?:(?<=accountkey)|(?<=sharedaccesskey))\s*=\s*"
             r"(?P<s>[a-z0-9+/]{30,}={0,2})(?![a-z0-9+/=])"
@@ -350,42 +374,44 @@ _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
     ),
     _Pattern(
         K.SLACK_WEBHOOK,
+        ("hooks.slack.com/",),
         re.compile(
             r"hooks\.slack\.com/(?P<s>(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{16,})"
             r"(?![A-Za-z0-9_/\-])"
         ),
     ),
-    _token(K.AWS_ACCESS_KEY, "AKIA|ASIA|ABIA|ACCA", 4, "[A-Z0-9]{16}"),
-    _token(K.GCP_API_KEY, "AIza", 4, r"[0-9A-Za-z_\-]{35}", _E_DASH),
-    _token(K.GITHUB_TOKEN, "gh[pousr]_", 4, "[A-Za-z0-9]{36,251}"),
-    _token(K.GITHUB_TOKEN, "github_pat_", 11, "[A-Za-z0-9_]{40,255}"),
-    _token(K.GITLAB_TOKEN, "glpat-", 6, r"[A-Za-z0-9_\-]{20,}", _E_DASH),
-    _token(K.SLACK_TOKEN, "xox[baprs]-", 5, r"[A-Za-z0-9\-]{10,}", _E_DASH),
-    _token(K.STRIPE_KEY, "sk_live_", 8, "[A-Za-z0-9]{20,247}"),
-    _token(K.STRIPE_KEY, "rk_live_", 8, "[A-Za-z0-9]{20,247}"),
-    _token(K.ANTHROPIC_KEY, "sk-ant-", 7, r"[a-z]+\d*-[A-Za-z0-9_\-]{32,}", _E_DASH),
+    _token(K.AWS_ACCESS_KEY, ("AKIA", "ASIA", "ABIA", "ACCA"), "[A-Z0-9]{16}"),
+    _token(K.GCP_API_KEY, ("AIza",), r"[0-9A-Za-z_\-]{35}", _E_DASH),
+    _token(K.GITHUB_TOKEN, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), "[A-Za-z0-9]{36,251}"),
+    _token(K.GITHUB_TOKEN, ("github_pat_",), "[A-Za-z0-9_]{40,255}"),
+    _token(K.GITLAB_TOKEN, ("glpat-",), r"[A-Za-z0-9_\-]{20,}", _E_DASH),
+    _token(K.SLACK_TOKEN, ("xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-"), r"[A-Za-z0-9\-]{10,}", _E_DASH),
+    _token(K.STRIPE_KEY, ("sk_live_",), "[A-Za-z0-9]{20,247}"),
+    _token(K.STRIPE_KEY, ("rk_live_",), "[A-Za-z0-9]{20,247}"),
+    _token(K.ANTHROPIC_KEY, ("sk-ant-",), r"[a-z]+\d*-[A-Za-z0-9_\-]{32,}", _E_DASH),
     _token(
         K.OPENAI_KEY,
-        "sk-",
-        3,
+        ("sk-",),
         r"(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{32,}|[A-Za-z0-9]{32,}",
         _E_DASH,
     ),
-    _token(K.TWILIO_KEY, "SK", 2, "[0-9a-f]{32}"),
-    _token(K.TWILIO_KEY, "AC", 2, "[0-9a-f]{32}"),
-    _token(K.SENDGRID_KEY, r"SG\.", 3, r"[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", _E_DASH),
-    _token(K.NPM_TOKEN, "npm_", 4, "[A-Za-z0-9]{36}"),
-    _token(K.PYPI_TOKEN, "pypi-AgE", 8, r"[A-Za-z0-9_\-]{50,}", _E_DASH),
+    _token(K.TWILIO_KEY, ("SK",), "[0-9a-f]{32}"),
+    _token(K.TWILIO_KEY, ("AC",), "[0-9a-f]{32}"),
+    _token(K.SENDGRID_KEY, ("SG.",), r"[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", _E_DASH),
+    _token(K.NPM_TOKEN, ("npm_",), "[A-Za-z0-9]{36}"),
+    _token(K.PYPI_TOKEN, ("pypi-AgE",), r"[A-Za-z0-9_\-]{50,}", _E_DASH),
     _token(
-        K.JWT, "eyJ", 3, r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", _E_DASH
+        K.JWT, ("eyJ",), r"[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", _E_DASH
     ),
     _Pattern(
         K.URL_PASSWORD,
+        ("://",),
         re.compile(r"""://(?<=[A-Za-z0-9]://)[^\s:/@'"<>]*:(?P<s>[^\s/'"<>]+)@(?=[\w\[])"""),
         _not_placeholder,
     ),
     _Pattern(
         K.BEARER_TOKEN,
+        ("authorization",),
         re.compile(
             _AUTHORIZATION + r"bearer[ \t]+"
             r"(?P<s>[a-z0-9\-._~+/]{16,}=*)(?![a-z0-9\-._~+/=])"
@@ -395,6 +421,7 @@ _DETECTORS: tuple[_Pattern | _Assignments, ...] = (
     ),
     _Pattern(  # the other schemes: Basic base64(user:password), GitHub's "token", Digest…
         K.AUTHORIZATION_CREDENTIALS,
+        ("authorization",),
         re.compile(
             _AUTHORIZATION + r"(?:basic|token|digest|negotiate|apikey)[ \t]+"
             r"(?P<s>[a-z0-9\-._~+/]{12,}=*)(?![a-z0-9\-._~+/=])"
@@ -410,15 +437,24 @@ _EXISTING_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
+@cache
+def _literal_finder() -> LiteralFinder | None:
+    """The literals of every detector, found in one pass (made once per process, when first
+    needed: it takes a few milliseconds)."""
+    return literal_finder([detector.literal_group for detector in _DETECTORS])
+
+
 def _detect(text: str) -> list[_Span]:
     """Non-overlapping secret ranges of ``text``, sorted; existing placeholders are kept out."""
     lowered = text.lower()
     if len(lowered) != len(text):  # "İ" lowers to two code points; offsets must line up
         lowered = text.translate(_ASCII_LOWER)
+    finder = _literal_finder()
+    found = finder.find(text) if finder is not None else None
     candidates = [
         (start, end, rank, kind)
         for rank, detector in enumerate(_DETECTORS)
-        for start, end, kind in detector.find(text, lowered)
+        for start, end, kind in detector.find(text, lowered, found[rank] if found is not None else None)
         if end > start
     ]
     if not candidates:

@@ -21,7 +21,7 @@ from scopelens.core.index.report import IndexReport
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.stat_check import StatCheck, check_by_stat
 from scopelens.core.index.timeutil import to_micros
-from scopelens.core.index.walker import git_branch
+from scopelens.core.index.walker import git_branch, git_state
 from scopelens.core.pipeline.policy_file import policy_file
 from scopelens.core.textsafety import clip, short
 from scopelens.core.vocab import Source
@@ -101,6 +101,7 @@ def run_index(args: argparse.Namespace) -> int:
     if checked.unchanged is not None:
         _print_index_report(checked.unchanged, as_json=args.json)
         return 0
+    git = git_state(args.path)  # while this process is small (index_workspace's ``git`` says why)
     head_start = start_preparing(args.db, checked.to_read, classifier=classifier, workers=args.workers)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -112,7 +113,7 @@ def run_index(args: argparse.Namespace) -> int:
         return index_workspace(
             store, args.path, project=args.project, branch=branch, max_bytes=args.max_bytes,
             progress=progress, classifier=classifier, workers=args.workers, rehash=args.rehash,
-            head_start=head_start,
+            head_start=head_start, git=git,
         )
 
     with head_start or nullcontext(), Store.open(args.db, create=True) as store:

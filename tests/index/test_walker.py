@@ -321,3 +321,35 @@ def test_git_state_outside_a_repo(tmp_path: Path) -> None:
 def test_git_state_without_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     assert git_state(tmp_path) == (None, None)
+
+
+@needs_git
+def test_scopelens_index_asks_git_before_loading_the_indexer_and_records_its_answer(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Asked while the process is small: a child is counted at its parent's size until it execs.
+    import json
+
+    from scopelens.core.cli import main
+    from scopelens.core.commands import index_commands
+    from scopelens.core.index import indexer
+
+    git(root, "init", "-q")
+    write(root, "app.py")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    asked: list[Path] = []
+
+    def asking(path: Path) -> tuple[str | None, bool | None]:
+        asked.append(path)
+        return git_state(path)
+
+    def not_again(path: Path) -> tuple[str | None, bool | None]:
+        raise AssertionError("index_workspace asked git again")
+
+    monkeypatch.setattr(index_commands, "git_state", asking)
+    monkeypatch.setattr(indexer, "git_state", not_again)
+    assert main(["index", str(root), "--project", "p", "--db", str(tmp_path / "s.db"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(asked) == 1
+    assert (report["git_commit"], report["git_dirty"]) == (git(root, "rev-parse", "HEAD"), False)

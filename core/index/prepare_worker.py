@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import gc
 import os
 import pickle
 import queue
@@ -206,6 +207,9 @@ def serve() -> None:
         release_free_heap()
     outbox.put(None)
     writer.join()
+    # Every answer is written: exit without collecting this process's objects one by one (its
+    # caches; 0.06-0.12 s), as the indexing process waits for the exit (``close``).
+    gc.freeze()
 
 
 PIPE_BYTES = 1 << 20

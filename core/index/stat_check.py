@@ -21,6 +21,7 @@ from scopelens.core.index.languages import language_of
 from scopelens.core.index.report import IndexReport
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.index.walker import WalkedFile, walk_workspace
+from scopelens.core.store.location import sqlite_file
 
 SCHEMA_STEPS = 14
 """The number of migrations this code knows (``len(migrations.MIGRATIONS)``, which imports
@@ -51,7 +52,7 @@ def check_by_stat(
     db: str, root: Path, *, project: str, branch: str, classifier: SourceClassifier, max_bytes: int
 ) -> StatCheck:
     """``unchanged_by_stat``, and the files an index run would have to read."""
-    path = _sqlite_file(db)
+    path = sqlite_file(db)
     if path is None or not root.is_dir():
         return StatCheck(None, None)
     root = root.resolve()
@@ -122,12 +123,3 @@ def same_by_stat(entry: WalkedFile, source: str, size: int, mtime_ns: int | None
     )
 
 
-def _sqlite_file(db: str) -> Path | None:
-    """The file of a store given as a path or a plain ``sqlite:///`` URL (anything else: ``None``)."""
-    if db.startswith("sqlite:///"):
-        db = db.removeprefix("sqlite:///")
-    elif "://" in db:
-        return None
-    if not db or "?" in db or db == ":memory:":
-        return None
-    return Path(db)

@@ -19,6 +19,7 @@ from platformdirs import user_config_dir
 
 from scopelens.core.errors import StoreUnavailableError
 from scopelens.core.redaction_scan import RedactionKey
+from scopelens.core.store.location import sqlite_file
 
 KEY_FILE_ENV = "SCOPELENS_REDACTION_KEY_FILE"
 KEY_SUFFIX = ".redaction-key"
@@ -45,10 +46,11 @@ def early_key(db: str) -> RedactionKey | None:
     SQLAlchemy is loaded): read if its file exists, made if the store does not exist yet (its
     first write would make it), else ``None``: an existing store without a key gets one once
     it has been opened and checked, and a key that cannot be read or made is reported by the
-    run that opens the store. A store given by URL gets ``None`` too."""
-    if "://" in db:
+    run that opens the store. A store given by a URL other than a plain ``sqlite:///`` one
+    (``location.sqlite_file``) gets ``None`` too."""
+    database = sqlite_file(db)
+    if database is None:
         return None
-    database = Path(db).expanduser().resolve()  # the file engine.normalise_url names
     path = _override() or _beside(database)
     try:
         try:

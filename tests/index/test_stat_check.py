@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -66,6 +67,18 @@ def test_it_gives_the_report_the_indexer_gives_for_a_run_with_nothing_to_do(inde
     assert dataclasses.asdict(quick) == dataclasses.asdict(full)
     assert _check(db, root, project="p") is not None and _check(db, root, branch="main") is not None
     assert _check(f"sqlite:///{db}", root) is not None
+
+
+def test_it_reads_a_store_named_by_a_percent_encoded_url(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write(root, FILES)
+    _age(root)
+    db = tmp_path / "my store#1.db"
+    url = f"sqlite:///{quote(str(db))}"  # as engine.normalise_url writes a path
+    with Store.open(url, create=True) as store:
+        index_workspace(store, root, project="p", branch="main", workers=0)
+    assert _check(url, root) is not None
+    assert not (tmp_path / "my%20store%231.db").exists()
 
 
 @pytest.mark.parametrize(

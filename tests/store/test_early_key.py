@@ -4,6 +4,7 @@ to its workers before loading the store's code): it must be the key the store us
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -32,9 +33,21 @@ def test_the_key_file_named_by_the_environment_is_used_early_too(tmp_path, monke
         assert store.redaction_key == key
 
 
-def test_an_existing_store_without_a_key_or_a_url_gets_no_early_key(tmp_path):
+@pytest.mark.parametrize("name", ["s.db", "with space.db", "per%41cent.db", "hash#1.db"])
+def test_a_plain_sqlite_url_gets_the_key_its_store_then_uses(tmp_path, name):
+    url = f"sqlite:///{quote(str(tmp_path / name))}"
+    key = early_key(url)
+    assert key is not None
+    assert (tmp_path / f"{name}.redaction-key").exists()
+    with Store.open(url, create=True) as store:
+        assert store.redaction_key == key
+    assert early_key(url) == key
+
+
+def test_an_existing_store_without_a_key_or_a_url_with_options_gets_no_early_key(tmp_path):
     with Store.open(str(tmp_path / "s.db"), create=True):
         pass
     (tmp_path / "s.db.redaction-key").unlink(missing_ok=True)
     assert early_key(str(tmp_path / "s.db")) is None
-    assert early_key(f"sqlite:///{tmp_path / 'new.db'}") is None
+    assert early_key(f"sqlite:///{tmp_path / 'new.db'}?mode=rwc") is None
+    assert early_key("postgresql://u@localhost/db") is None

@@ -235,8 +235,8 @@ class _Pattern:
         return LiteralGroup(self.literals, caseless=self.lowered)
 
     def find(self, text: str, lowered: str, starts: list[int] | None = None) -> Iterator[_Span]:
-        """The secrets of this format (``starts``: where its literals occur, or ``None``: not
-        known; the regex then runs whatever they are, as long as one occurs)."""
+        """The secrets of this format. ``starts``: where its literals occur (``None``: not looked
+        for); the regex runs unless they were looked for and none occurs."""
         if starts is not None and not starts:
             return
         for match in self.regex.finditer(lowered if self.lowered else text):

@@ -92,3 +92,22 @@ def test_scans_from_several_threads_give_each_its_own_answer() -> None:
     for thread in threads:
         thread.join()
     assert not failures
+
+
+def test_without_hyperscan_or_where_it_cannot_compile_there_is_no_finder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scopelens.core import redaction_prefilter
+
+    groups = [LiteralGroup(("AKIA",))]
+    assert redaction_prefilter.literal_finder(groups) is not None
+    assert redaction_prefilter.hyperscan is not None
+    error = redaction_prefilter.hyperscan.error
+
+    def cannot(_groups: object) -> LiteralFinder:
+        raise error("this CPU lacks SSSE3")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(redaction_prefilter, "LiteralFinder", cannot)
+        assert redaction_prefilter.literal_finder(groups) is None
+    with monkeypatch.context() as patch:
+        patch.setattr(redaction_prefilter, "hyperscan", None)
+        assert redaction_prefilter.literal_finder(groups) is None

@@ -101,8 +101,8 @@ def run_index(args: argparse.Namespace) -> int:
     if checked.unchanged is not None:
         _print_index_report(checked.unchanged, as_json=args.json)
         return 0
-    git = git_state(args.path)  # while this process is small (index_workspace's ``git`` says why)
     head_start = start_preparing(args.db, checked.to_read, classifier=classifier, workers=args.workers)
+    git = git_state(args.path)  # while this process is small (index_workspace's ``git`` says why)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from scopelens.core.index.indexer import index_workspace

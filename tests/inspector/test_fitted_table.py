@@ -190,3 +190,21 @@ async def test_the_fast_cell_path_draws_exactly_what_datatable_draws(theme):
                 FittedTable._render_cell = original  # type: ignore[method-assign]
             assert fast == slow
             assert any("日本語" in segment.text for line in fast for segment in line)
+
+
+
+async def test_a_fitted_table_shows_no_horizontal_scrollbar_even_before_its_columns_fit(sample_store):
+    """Columns wider than the table for a moment (before they are fitted to a new width) must not
+    bring a horizontal scrollbar: a scroll to the cursor made in that moment lost a row to it,
+    and the observed screen then stayed a row further down (its snapshot differed under load)."""
+    app = build_app(sample_store)
+    async with app.run_test(size=(56, 24)) as pilot:  # narrower than the columns' preferred widths
+        await open_screen(pilot, TimelineScreen(SESSION))
+        table = app.screen.query_one(FittedTable)
+        table._lay_out({column.key: column.width for column in table.specs})  # the preferred widths
+        table._update_dimensions([])
+        table.refresh(layout=True)
+        await pilot.pause()
+        assert table.virtual_size.width > table.size.width
+        assert not table.show_horizontal_scrollbar
+        assert table.scrollable_content_region.height == table.size.height

@@ -68,7 +68,7 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (also used as the console script)."""
+    """Run the CLI; returns the exit code (the console script is ``console_main``)."""
     arguments = sys.argv[1:] if argv is None else list(argv)
     if any("\x00" in argument for argument in arguments):  # no path or id holds one; os calls refuse it
         print("error: an argument holds a NUL byte", file=sys.stderr)

@@ -73,8 +73,11 @@ class LiteralFinder:
         def on_match(literal: int, _from: int, to: int, _flags: int, _context: Any) -> None:
             found[group_of[literal]].append(to - length_of[literal])
 
-        with self._lock:
-            self._database.scan(text.encode("ascii"), match_event_handler=on_match)
+        try:
+            with self._lock:
+                self._database.scan(text.encode("ascii"), match_event_handler=on_match)
+        except hyperscan.error:  # no answer: every regex runs
+            return None
         for starts in found:
             starts.sort()
         return found
@@ -82,10 +85,10 @@ class LiteralFinder:
 
 def literal_finder(groups: Sequence[LiteralGroup]) -> LiteralFinder | None:
     """A finder for ``groups``; ``None`` where Hyperscan is missing or cannot compile on this
-    machine (it needs SSSE3 on x86)."""
+    machine (it needs SSSE3 on x86), or its API is not the one this was written for."""
     if hyperscan is None:
         return None
     try:
         return LiteralFinder(groups)
-    except hyperscan.error:
+    except Exception:  # noqa: BLE001  (a prefilter only: without it every regex runs)
         return None

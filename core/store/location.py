@@ -7,6 +7,7 @@ open: the one ``engine.sqlite_path_of(engine.normalise_url(db))`` names (a test 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -14,7 +15,9 @@ from urllib.parse import unquote
 def sqlite_file(db: str) -> Path | None:
     """The absolute path of the SQLite store ``db`` (a path, or a ``sqlite:///`` URL without a
     query string); ``None`` for anything else (another backend, ``:memory:``, a URL with
-    options), which callers then leave to the store itself."""
+    options), which callers then leave to the store itself. A path's symlinks are resolved (as
+    ``normalise_url`` does), a URL's are not (SQLAlchemy keeps its path as written, and the
+    key file goes beside that name)."""
     if "://" not in db:
         return Path(db).expanduser().resolve() if db else None
     if not db.startswith("sqlite:///") or "?" in db:
@@ -23,4 +26,4 @@ def sqlite_file(db: str) -> Path | None:
     database = database.removeprefix("file:")
     if not database or database == ":memory:":
         return None
-    return Path(database).resolve()
+    return Path(os.path.abspath(database))

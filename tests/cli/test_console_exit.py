@@ -30,7 +30,7 @@ def test_an_index_run_exits_without_collecting_and_leaves_its_store_closed(tmp_p
     workspace = tmp_path / "ws"
     write(workspace, {f"mod_{k}.py": f"def f_{k}(x):\n    return x + {k}\n" for k in range(20)})
     db = tmp_path / "store.db"
-    env = {key: value for key, value in os.environ.items() if key != "SCOPELENS_DB"}
+    env = {key: value for key, value in os.environ.items() if key not in ("SCOPELENS_DB", "SCOPELENS_REDACTION_KEY_FILE")}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "index", str(workspace), "--project", "p", "--db", str(db)],
         capture_output=True, text=True, env=env, timeout=120, check=False,

@@ -34,7 +34,8 @@ def test_the_key_file_named_by_the_environment_is_used_early_too(tmp_path, monke
 
 
 @pytest.mark.parametrize("name", ["s.db", "with space.db", "per%41cent.db", "hash#1.db"])
-def test_a_plain_sqlite_url_gets_the_key_its_store_then_uses(tmp_path, name):
+def test_a_plain_sqlite_url_gets_the_key_its_store_then_uses(tmp_path, monkeypatch, name):
+    monkeypatch.delenv(KEY_FILE_ENV, raising=False)
     url = f"sqlite:///{quote(str(tmp_path / name))}"
     key = early_key(url)
     assert key is not None

@@ -42,12 +42,12 @@ def key_path_for(url: str) -> Path | None:
 
 
 def early_key(db: str) -> RedactionKey | None:
-    """The key of the SQLite store at the path ``db`` before the store is opened (and before
-    SQLAlchemy is loaded): read if its file exists, made if the store does not exist yet (its
-    first write would make it), else ``None``: an existing store without a key gets one once
-    it has been opened and checked, and a key that cannot be read or made is reported by the
-    run that opens the store. A store given by a URL other than a plain ``sqlite:///`` one
-    (``location.sqlite_file``) gets ``None`` too."""
+    """The key of the SQLite store ``db`` (a path or a plain ``sqlite:///`` URL:
+    ``location.sqlite_file``) before the store is opened (and before SQLAlchemy is loaded):
+    read if its file exists, made if the store does not exist yet (its first write would make
+    it), else ``None``: an existing store without a key gets one once it has been opened and
+    checked, and a key that cannot be read or made is reported by the run that opens the
+    store. Any other store gets ``None`` too."""
     database = sqlite_file(db)
     if database is None:
         return None

@@ -127,6 +127,10 @@ def test_wheel_installs_beside_another_core_and_retrieves(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         top_level = {name.split("/")[0] for name in archive.namelist()}
         assert "scopelens/sample_sessions/auth-role-mock/script.json" in archive.namelist()
+        # the indexer's C part (optional, but this machine has a compiler) and its types
+        compiled = [name for name in archive.namelist() if name.startswith("scopelens/core/index/_compiled.")]
+        assert any(name.endswith((".so", ".pyd")) for name in compiled), compiled
+        assert "scopelens/core/index/_compiled.pyi" in compiled
     assert top_level == {"scopelens", "scopelens-0.1.0.dist-info"}
 
     venv = tmp_path / "venv"

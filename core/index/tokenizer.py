@@ -27,6 +27,8 @@ from itertools import chain, count, repeat
 
 import numpy as np
 
+from scopelens.core.index.native import compiled
+
 TOKENIZER_VERSION = 1
 """Changes whenever the terms of some text change (pinned in the engine config, with the
 chunker's version, so drift tells snapshots made from one index form from another)."""
@@ -356,6 +358,37 @@ def _first_seen_ids(words: list[str]) -> tuple[np.ndarray, list[str]]:
 
 def count_terms(units: Sequence[Sequence[str]]) -> TermCounts:
     """Count the terms of each unit's texts, as ``tokenize`` would emit them.
+
+    In C (``_compiled.c``) where it was built: the same counts, per unit, as
+    ``count_terms_python`` (term ids may be numbered in another order), about ten times
+    faster. Non-ASCII text and its words go through this module's own functions there too.
+    """
+    if compiled is None:
+        return count_terms_python(units)
+    terms, bounds, term_ids, tfs, lengths = compiled.count_terms(units, _words_of, _expand_word_whole)
+    return TermCounts(
+        terms,
+        np.frombuffer(bounds, dtype=np.int64),
+        np.frombuffer(term_ids, dtype=np.int32),
+        np.frombuffer(tfs, dtype=np.int32),
+        np.frombuffer(lengths, dtype=np.int64),
+    )
+
+
+def _words_of(text: str) -> list[str]:
+    """The words of a non-ASCII text (``count_terms_python``'s, for the compiled counter)."""
+    return _ANY_WORD.findall(unicodedata.normalize("NFKC", text))
+
+
+def _expand_word_whole(word: str) -> tuple[str, ...]:
+    """The terms of a word found by ``_ANY_WORD``: a CJK run's bigrams, or ``_word_terms``."""
+    if CJK_CHAR.match(word):
+        return tuple(_bigrams(word))
+    return _word_terms(word)
+
+
+def count_terms_python(units: Sequence[Sequence[str]]) -> TermCounts:
+    """``count_terms`` in Python and numpy: the specification the compiled counter meets.
 
     Words are found by one regex per text (in C) and numbered by a dictionary in C
     (``map(dict.setdefault, ...)``); the distinct words are expanded into terms by

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections import Counter
@@ -10,7 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scopelens.core.index.tokenizer import count_terms, tokenize, unique_terms
+from scopelens.core.index import native
+from scopelens.core.index.tokenizer import count_terms, count_terms_python, tokenize, unique_terms
+
+COUNTERS = [pytest.param(count_terms_python, id="python"), pytest.param(count_terms, id="compiled")]
+"""Both implementations of ``count_terms`` meet every counting test; the compiled one (what
+an install with a C compiler runs) is required in CI."""
 
 
 def test_words_are_lowercased_and_kept_in_order_with_duplicates() -> None:
@@ -145,9 +151,10 @@ UNITS = st.lists(
 )
 
 
+@pytest.mark.parametrize("count_terms", COUNTERS)
 @settings(max_examples=100, derandomize=True, deadline=None)
 @given(units=UNITS, before=UNITS)
-def test_count_terms_is_a_counter_of_tokenize_whatever_was_counted_before(units, before):
+def test_count_terms_is_a_counter_of_tokenize_whatever_was_counted_before(count_terms, units, before):
     """What the index stores per chunk (counted terms) is what the query side's ``tokenize``
     gives, and does not depend on the words a process counted earlier (its cache)."""
     fresh = count_terms(units)
@@ -174,7 +181,7 @@ def test_counting_a_large_vocabulary_keeps_the_caches_bounded(monkeypatch) -> No
     query_cache_before = tokenizer._expand.cache_info().currsize
     words = [f"someIdentifier_{n}_value" for n in range(3 * limit)]
     for start in range(0, len(words), 5_000):
-        counts = count_terms([(" ".join(words[start : start + 5_000]),)])
+        counts = count_terms_python([(" ".join(words[start : start + 5_000]),)])
         assert "someidentifier" in counts.terms
         assert len(tokenizer._EXPANSIONS.recent) + len(tokenizer._EXPANSIONS.older) <= 2 * (limit + 5_000)
     assert tokenizer._expand.cache_info().currsize == query_cache_before
@@ -233,10 +240,13 @@ def test_word_terms_follow_the_reference_rules(parts: list[tuple[str, str]], pad
         assert tokenizer._word_terms(word) == _reference_terms(word), word
 
 
+@pytest.mark.parametrize("count_terms", COUNTERS)
 @settings(max_examples=200, derandomize=True, deadline=None)
 @given(st.lists(st.lists(st.tuples(JOINERS, WORD_PARTS, st.sampled_from([" ", "", "", "\n"])), max_size=12), max_size=4),
        st.integers(0, 140))
-def test_counted_compounds_give_the_terms_of_the_reference_rules(units: list[list[tuple[str, str, str]]], padding: int) -> None:
+def test_counted_compounds_give_the_terms_of_the_reference_rules(
+    count_terms, units: list[list[tuple[str, str, str]]], padding: int
+) -> None:
     """``count_terms`` splits compounds into atoms a batch at a time and expands only the atoms;
     per unit, that is the multiset of every word's terms by the level-by-level rules (long
     compounds, ``::``, non-ASCII case and final sigmas included)."""
@@ -256,3 +266,44 @@ def test_word_terms_keep_the_reference_rules_on_edge_words(word: str) -> None:
     from scopelens.core.index import tokenizer
 
     assert tokenizer._word_terms(word) == _reference_terms(word)
+
+
+def test_the_compiled_counter_is_built_in_ci() -> None:
+    """The install builds ``_compiled.c`` where a C compiler is found (CI has one): without
+    it every index run counts in Python, several times slower, and the tests above would
+    compare the Python code with itself."""
+    if native.compiled is None:
+        assert not os.environ.get("CI"), "the compiled term counter was not built"
+        pytest.skip("the compiled term counter is not built (no C compiler at install)")
+    assert count_terms([("getHTTPResponse",)]).unit(0) == {"gethttpresponse": 1, "get": 1, "http": 1, "response": 1}
+
+
+ASCII_CODE = st.text(alphabet=st.sampled_from(list("aAbBsSzZ09_.:/-  \n\t()'")), max_size=60)
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(st.lists(st.lists(ASCII_CODE, max_size=3), max_size=6), st.integers(0, 140))
+def test_the_compiled_counter_counts_ascii_as_the_python_one(units: list[list[str]], padding: int) -> None:
+    """ASCII text is scanned and its words expanded in C: the same counts per unit as the
+    Python counter, for case humps (``IDs``, ``HTTPServer``, ``A9b``), ``::`` against a lone
+    ``:``, separators without a word after them, underscores alone and compounds over
+    ``_MAX_WHOLE`` characters."""
+    units = [[*texts, "Ab_" * (padding // 3) + "cD.e"] if padding > 100 else texts for texts in units]
+    compiled, python = count_terms(units), count_terms_python(units)
+    for u in range(len(units)):
+        assert compiled.unit(u) == python.unit(u), units[u]
+    assert compiled.lengths.tolist() == python.lengths.tolist()
+    assert compiled.bounds.tolist() == python.bounds.tolist()
+    for u in range(len(units)):  # each unit's term ids ascending, each once
+        ids = compiled.term_ids[compiled.bounds[u] : compiled.bounds[u + 1]].tolist()
+        assert ids == sorted(set(ids))
+
+
+def test_the_compiled_counter_takes_words_it_cannot_scan_from_python() -> None:
+    """Non-ASCII text (NFKC-folded, CJK bigrams, non-ASCII case kept whole) and file names
+    with undecodable bytes (lone surrogates) are counted as the Python counter does."""
+    units = [("Ａｂｃ 日本語のテキスト getΣύνολο", "caf\udce9/x.py"), ("ßtraße-Öl Über_Straße",), ()]
+    compiled, python = count_terms(units), count_terms_python(units)
+    for u in range(len(units)):
+        assert compiled.unit(u) == python.unit(u)
+    assert compiled.unit(2) == {}

@@ -18,6 +18,11 @@ BATCH_BYTES = 250_000
 IN_FLIGHT_PER_WORKER = 3
 """Batches a worker holds (one being prepared, the others waiting): enough to keep it busy while the
 caller writes or prepares, few enough that memory does not grow with the corpus."""
+HELD_PER_WORKER = 40
+"""At most this many answers of a worker are held by the indexing process, read and not yet
+taken (pickled, about 0.6 MB each on the standard library): the worker is handed no more
+batches until some are taken. As many as a head start hands out (``HEAD_START_BATCHES``): with
+fewer, the worker stood idle after a head start while the indexing process wrote what it held."""
 
 
 class FileOnDisk(NamedTuple):

@@ -14,13 +14,24 @@ not depend on the number of workers (a test checks it).
 from __future__ import annotations
 
 import hashlib
+import os
+import select
+import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from scopelens.core.hashing import canonical_json
-from scopelens.core.index.batching import IN_FLIGHT_PER_WORKER, FileOnDisk, ToPrepare, cut_batches, item_size, pool_size
+from scopelens.core.index.batching import (
+    HELD_PER_WORKER,
+    IN_FLIGHT_PER_WORKER,
+    FileOnDisk,
+    ToPrepare,
+    cut_batches,
+    item_size,
+    pool_size,
+)
 from scopelens.core.index.chunker import Chunk, chunk_text, decode_source
 from scopelens.core.index.head_start import HeadStart
 from scopelens.core.index.languages import language_of
@@ -187,7 +198,7 @@ def _run_pool(
 ) -> Iterator[PreparedDocument | Unreadable]:
     finished = False
     try:
-        yield from _prepare_alongside(batches, pool, classifier, key, ahead)
+        yield from _Schedule(batches, pool, classifier, key, ahead).run()
         finished = True
     finally:
         for worker in pool:
@@ -211,66 +222,174 @@ class _Slot:
         self.discarded = False
 
 
-def _prepare_alongside(
-    batches: Iterator[list[ToPrepare]], pool: list[PreparingWorker], classifier: SourceClassifier,
-    key: RedactionKey, ahead: list[tuple[PreparingWorker, list[ToPrepare]]],
-) -> Iterator[PreparedDocument | Unreadable]:
-    """``prepare_all``'s schedule. Answers are read as soon as they arrive, so a worker always
-    has ``IN_FLIGHT_PER_WORKER`` batches to do; while the oldest batch is a worker's and not
-    answered yet, this process prepares the next batch itself (at most ``OWN_AHEAD`` ahead).
-    Batches handed out ``ahead`` take their place in order while they are the batches due."""
-    order: deque[_Slot] = deque()  # batch order
-    waiting: dict[PreparingWorker, deque[_Slot]] = {worker: deque() for worker in pool}  # per worker
-    handed: deque[_Slot] = deque()
-    for worker, given in ahead:
-        handed.append(_Slot(worker, batch=given))
-        waiting[worker].append(handed[-1])
-    exhausted = False
+class _Schedule:
+    """``prepare_all``'s schedule with a pool of workers (``run`` yields the documents).
 
-    def next_batch() -> list[ToPrepare] | None:
-        """The next batch not handed out ahead (those are put in order as they come)."""
-        nonlocal exhausted
-        while not exhausted:
-            batch = next(batches, None)
-            exhausted = batch is None
-            if handed and batch is not None and handed[0].batch == batch:
-                order.append(handed.popleft())
-                continue
-            for slot in handed:  # not the batch due: none of the rest can be used
-                slot.discarded = True
-            handed.clear()
-            return batch
-        return None
+    A *feeder* thread keeps every worker at ``IN_FLIGHT_PER_WORKER`` batches to do: it reads
+    each answer as it arrives (still pickled: ``PreparingWorker.read_ahead``) and hands that
+    worker its next batch at once, whether this thread is preparing a batch of its own or is
+    away writing what it was given. Before it, a worker was handed batches only while the
+    generator ran, so it went idle while the indexing process wrote a segment, unless it had
+    so many batches queued that this process, which yields in order, waited for them instead.
 
-    def receive(worker: PreparingWorker) -> None:
-        slot = waiting[worker].popleft()
-        documents = worker.take()
+    Batches are cut in order and take their place in ``order`` as they are cut (under
+    ``lock``), whoever prepares them, so the documents come out in the order given whatever
+    the timing. This thread prepares a batch itself whenever the oldest one is a worker's and
+    not answered yet, at most ``OWN_AHEAD`` ahead. At most ``HELD_PER_WORKER`` answers per
+    worker are held here read and not taken (the feeder hands out no more until they are).
+    Batches handed out ``ahead`` (``HeadStart``) take their place while they are the batches
+    due; from the first that is not, their answers are read and dropped.
+    """
+
+    def __init__(
+        self, batches: Iterator[list[ToPrepare]], pool: list[PreparingWorker], classifier: SourceClassifier,
+        key: RedactionKey, ahead: list[tuple[PreparingWorker, list[ToPrepare]]],
+    ) -> None:
+        self.batches = batches
+        self.pool = pool
+        self.classifier = classifier
+        self.key = key
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        """Notified when the feeder read an answer or ended, when this thread took one, and at
+        the end."""
+        self.order: deque[_Slot] = deque()  # batch order
+        self.waiting: dict[PreparingWorker, deque[_Slot]] = {worker: deque() for worker in pool}  # per worker
+        self.handed: deque[_Slot] = deque()
+        for worker, given in ahead:
+            self.handed.append(_Slot(worker, batch=given))
+            self.waiting[worker].append(self.handed[-1])
+        self.exhausted = False
+        self.feeding = False
+        self.stopping = False
+        self.failure: BaseException | None = None
+
+    def run(self) -> Iterator[PreparedDocument | Unreadable]:
+        wake_read, wake_write = os.pipe()
+        feeder = threading.Thread(target=self._feed, args=(wake_read,), name="scopelens-feeder", daemon=True)
+        self.feeding = True
+        feeder.start()
+        try:
+            yield from self._in_order(lambda: self._stop(feeder, wake_write))
+        finally:
+            self._stop(feeder, wake_write)
+            os.close(wake_read)
+            os.close(wake_write)
+
+    def _in_order(self, stop_feeding: Callable[[], None]) -> Iterator[PreparedDocument | Unreadable]:
+        order = self.order
+        while True:
+            batch, own = None, None
+            with self.lock:
+                ready = []
+                while order and order[0].documents is not None:
+                    ready.append(order.popleft())
+                head = order[0] if order else None
+                if (head is None or head.worker is None or not head.worker.answers_held) and sum(
+                    slot.worker is None for slot in order
+                ) < OWN_AHEAD:
+                    batch = self._next_batch()
+                    if batch is not None:
+                        own = _Slot(None)
+                        order.append(own)
+                done = batch is None and head is None and self.exhausted
+            for slot in ready:
+                yield from slot.documents or ()
+            if done:
+                break
+            if own is not None and batch is not None:
+                own.documents = prepare_batch(batch, self.classifier, self.key)
+            elif head is not None and head.worker is not None:
+                self._receive(head.worker)
+        # The last batches are collected before they are written, so the workers are gone while
+        # the caller writes them (and commits): their memory is not part of the run's peak then.
+        stop_feeding()
+        for worker in self.pool:
+            while self.waiting[worker]:
+                self._receive(worker)
+            worker.close()
+        for slot in order:
+            yield from slot.documents or ()
+
+    def _receive(self, worker: PreparingWorker) -> None:
+        """Take the oldest answer of ``worker``: read by the feeder (waiting for it), or here
+        once the feeder has stopped."""
+        with self.lock:
+            while not worker.answers_held:
+                if self.failure is not None:
+                    raise self.failure
+                if not self.feeding:  # nothing else reads from this worker now
+                    worker.read_ahead()
+                    break
+                self.changed.wait()
+            slot = self.waiting[worker].popleft()
+            body = worker.take_read()
+            self.changed.notify_all()  # room for the feeder to hand out the next batch
+        documents = worker.open_answer(body)
         if not slot.discarded:
             slot.documents = documents
 
-    while True:
-        for worker in pool:
-            while worker.in_flight and worker.ready():
-                receive(worker)
-            while worker.in_flight < IN_FLIGHT_PER_WORKER and (batch := next_batch()) is not None:
+    def _next_batch(self) -> list[ToPrepare] | None:
+        """The next batch not handed out ahead (those are put in order as they come). Lock held."""
+        while not self.exhausted:
+            batch = next(self.batches, None)
+            self.exhausted = batch is None
+            if self.handed and batch is not None and self.handed[0].batch == batch:
+                self.order.append(self.handed.popleft())
+                continue
+            for slot in self.handed:  # not the batch due: none of the rest can be used
+                slot.discarded = True
+            self.handed.clear()
+            return batch
+        return None
+
+    def _hand_out(self) -> None:
+        """Give each worker batches up to ``IN_FLIGHT_PER_WORKER`` to do. Lock held."""
+        for worker in self.pool:
+            while (
+                worker.unanswered < IN_FLIGHT_PER_WORKER and worker.in_flight < IN_FLIGHT_PER_WORKER + HELD_PER_WORKER
+                and (batch := self._next_batch()) is not None
+            ):
                 worker.submit(batch)
-                order.append(_Slot(worker))
-                waiting[worker].append(order[-1])
-        if exhausted:
-            break
-        while order and order[0].documents is not None:
-            yield from order.popleft().documents or ()
-        head = order[0] if order else None
-        if head is not None and sum(slot.worker is None for slot in order) >= OWN_AHEAD:
-            assert head.worker is not None  # a batch prepared here is never left waiting
-            receive(head.worker)
-        elif (batch := next_batch()) is not None:
-            order.append(_Slot(None, prepare_batch(batch, classifier, key)))
-    # The last batches are collected before they are written, so the workers are gone while
-    # the caller writes them (and commits): their memory is not part of the run's peak then.
-    for worker in pool:
-        while waiting[worker]:
-            receive(worker)
-        worker.close()
-    for slot in order:
-        yield from slot.documents or ()
+                slot = _Slot(worker)
+                self.order.append(slot)
+                self.waiting[worker].append(slot)
+
+    def _feed(self, wake: int) -> None:
+        """The feeder thread (see the class doc); ``wake`` becomes readable when it must stop."""
+        try:
+            while True:
+                with self.lock:
+                    while True:
+                        if self.stopping:
+                            return
+                        self._hand_out()
+                        waiting = {worker.answers: worker for worker in self.pool if worker.unanswered}
+                        if waiting:
+                            break
+                        if self.exhausted:
+                            return
+                        self.changed.wait()  # every answer handed out is held: wait for a take
+                readable, _, _ = select.select([wake, *waiting], [], [])
+                if wake in readable:
+                    return
+                for fd in readable:
+                    waiting[fd].read_ahead()
+                with self.lock:
+                    self.changed.notify_all()
+        except BaseException as exc:  # noqa: BLE001  (raised in the yielding thread)
+            with self.lock:
+                self.failure = exc
+        finally:
+            with self.lock:
+                self.feeding = False
+                self.changed.notify_all()
+
+    def _stop(self, feeder: threading.Thread, wake_write: int) -> None:
+        with self.lock:
+            if self.stopping:
+                return
+            self.stopping = True
+            self.changed.notify_all()
+        os.write(wake_write, b"x")
+        feeder.join()

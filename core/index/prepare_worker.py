@@ -121,7 +121,10 @@ class PreparingWorker:
 
     def submit(self, batch: Sequence[object]) -> None:
         """Send a batch of files to prepare (``batching.ToPrepare`` items)."""
-        send_message(self._to_worker, list(batch))
+        try:
+            send_message(self._to_worker, list(batch))
+        except BrokenPipeError:
+            raise WorkerFailed(f"a preparing worker process exited (code {self.process.wait()})") from None
         self.in_flight += 1
 
     def ready(self) -> bool:
@@ -133,12 +136,29 @@ class PreparingWorker:
         does, so that it can hand the worker its next batch). Waits for it."""
         self._read.append(self._receive())
 
+    @property
+    def answers_held(self) -> int:
+        """Answers read ahead and not taken yet."""
+        return len(self._read)
+
     def take(self) -> list[Any]:
         """The prepared documents of the oldest batch submitted (waits for them)."""
-        body = self._read.popleft() if self._read else self._receive()
+        if not self._read:
+            self.read_ahead()
+        return self.open_answer(self.take_read())
+
+    def take_read(self) -> bytes | None:
+        """The oldest answer read ahead, still pickled, for ``open_answer`` (counted as taken:
+        a thread reading ahead sees the count and the answers change together when the
+        caller holds the lock it reads them under)."""
+        body = self._read.popleft()
+        self.in_flight -= 1
+        return body
+
+    def open_answer(self, body: bytes | None) -> list[Any]:
+        """The documents of an answer (``take_read``), or the worker's failure raised."""
         if body is None:
             raise WorkerFailed(f"a preparing worker process exited (code {self.process.wait()})")
-        self.in_flight -= 1
         status, payload = pickle.loads(body)
         if status != "ok":
             raise WorkerFailed(f"preparing files failed in a worker process:\n{payload}")

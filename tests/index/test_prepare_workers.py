@@ -58,8 +58,8 @@ def test_this_process_and_the_workers_share_the_batches_and_keep_their_order(mon
     in_process = [comparable(d) for d in prepare_all(given, classifier=SourceClassifier(), key=KEY, workers=0)]
     taken: list[int] = []
     here: list[int] = []
-    real_take, real_prepare = PreparingWorker.take, prepare.prepare_batch
-    monkeypatch.setattr(PreparingWorker, "take", lambda self: taken.append(1) or real_take(self))
+    real_open, real_prepare = PreparingWorker.open_answer, prepare.prepare_batch
+    monkeypatch.setattr(PreparingWorker, "open_answer", lambda self, body: taken.append(1) or real_open(self, body))
     monkeypatch.setattr(prepare, "prepare_batch", lambda *a: here.append(1) or real_prepare(*a))
     for workers in (1, 2):
         taken.clear()
@@ -271,3 +271,68 @@ def test_a_worker_killed_during_a_head_start_fails_the_run_instead_of_hanging(tm
         time.sleep(0.2)  # the thread sees the pipe closed
         with pytest.raises(WorkerFailed, match="exited"):
             list(prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, head_start=started))
+
+
+def test_a_worker_is_fed_while_the_caller_is_away_writing(monkeypatch) -> None:
+    """While the caller holds a document and does not ask for the next (the indexer writing a
+    segment), the worker is handed new batches as it answers, up to the bound on answers held
+    here: it does not stand idle after the ``IN_FLIGHT_PER_WORKER`` batches it had."""
+    monkeypatch.setattr(batching, "BATCH_BYTES", 3_000)
+    monkeypatch.setattr(batching, "HELD_PER_WORKER", 6)
+    import scopelens.core.index.prepare as prepare
+
+    monkeypatch.setattr(prepare, "HELD_PER_WORKER", 6)
+    given = files() * 4
+    expected = [comparable(d) for d in prepare_all(given, classifier=SourceClassifier(), key=KEY, workers=0)]
+    submitted: list[int] = []
+    real_submit = PreparingWorker.submit
+    monkeypatch.setattr(PreparingWorker, "submit", lambda self, batch: submitted.append(1) or real_submit(self, batch))
+    documents = prepare_all(given, classifier=SourceClassifier(), key=KEY, workers=1)
+    first = next(documents)
+    handed_before = len(submitted)
+    deadline = time.monotonic() + 20
+    while len(submitted) < IN_FLIGHT_PER_WORKER + 6 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the caller away; nothing asks for the next document
+    assert len(submitted) >= IN_FLIGHT_PER_WORKER + 6 > handed_before
+    time.sleep(0.3)
+    # held answers bound it until some are taken (one more if the first document's batch was
+    # a worker's: its answer was taken)
+    assert len(submitted) <= IN_FLIGHT_PER_WORKER + 6 + 1
+    assert [comparable(first), *map(comparable, documents)] == expected
+
+
+def test_a_worker_killed_half_way_is_an_error_not_a_hang(monkeypatch) -> None:
+    """The feeder thread reads a dead worker's end of file; the documents' reader gets a
+    ``WorkerFailed`` (the indexer's run then fails and is cleaned up), never a wait for ever."""
+    from scopelens.core.index.prepare_worker import WorkerFailed
+
+    monkeypatch.setattr(batching, "BATCH_BYTES", 3_000)
+    started: list[PreparingWorker] = []
+    real_init = PreparingWorker.__init__
+
+    def remember(self: PreparingWorker, *args: object) -> None:
+        real_init(self, *args)  # type: ignore[arg-type]
+        started.append(self)
+
+    monkeypatch.setattr(PreparingWorker, "__init__", remember)
+    documents = prepare_all(files() * 6, classifier=SourceClassifier(), key=KEY, workers=1)
+    next(documents)
+    [worker] = started
+    worker.process.kill()
+    began = time.monotonic()
+    with pytest.raises(WorkerFailed, match="exited"):
+        for _ in documents:
+            assert time.monotonic() - began < 30
+    assert worker.process.poll() is not None
+
+
+def test_a_batch_for_a_dead_worker_is_a_worker_failure() -> None:
+    from scopelens.core.index.prepare_worker import WorkerFailed
+
+    worker = PreparingWorker(SourceClassifier(), KEY)
+    worker.process.kill()
+    worker.process.wait()
+    with pytest.raises(WorkerFailed, match="exited"):
+        for _ in range(100):  # the first writes may still fit in the pipe
+            worker.submit(files())
+    worker.close(wait=False)

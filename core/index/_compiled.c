@@ -1,7 +1,8 @@
-/* The indexer's two hottest loops, compiled: counting terms, and packing them into postings.
+/* The indexer's hottest loops, compiled: counting terms, packing them into postings, and
+ * laying the postings out as rows to insert.
  *
  * Both have their specification in Python (tokenizer.count_terms_python,
- * postings.PackedPostings.from_counts_python); tests compare the two on generated input, and
+ * postings.PackedPostings.from_counts_python, value_batches_python); tests compare the two on generated input, and
  * the Python runs where this module was not built (no C compiler at install).
  *
  * `count_terms(units, words_of, expand)` gives what `tokenizer._count_terms_python(units)` gives
@@ -807,11 +808,65 @@ done:
     return result;
 }
 
+/* posting_values(segment_id, terms, offsets, tfs, bounds, lo, hi) -> [segment_id, term,
+ * offsets slice, tfs slice, ...] for postings lo to hi of a packed segment: the flattened
+ * values of one multi-row INSERT (postings.PackedPostings.value_batches), the slices as
+ * bytearray (sqlite3 binds them without its adapter lookup). */
+static PyObject *posting_values(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *segment, *terms, *offsets, *tfs, *bounds;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!nn:posting_values", &segment, &PyList_Type, &terms, &PyByteArray_Type, &offsets,
+                          &PyByteArray_Type, &tfs, &PyList_Type, &bounds, &lo, &hi)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(terms);
+    if (lo < 0 || hi < lo || hi > n || PyList_GET_SIZE(bounds) != n + 1) {
+        PyErr_SetString(PyExc_ValueError, "postings lo..hi outside the segment, or bounds not one longer than terms");
+        return NULL;
+    }
+    PyObject *values = PyList_New(4 * (hi - lo));
+    if (values == NULL) return NULL;
+    const char *offset_bytes = PyByteArray_AS_STRING(offsets), *tf_bytes = PyByteArray_AS_STRING(tfs);
+    Py_ssize_t offsets_len = PyByteArray_GET_SIZE(offsets), tfs_len = PyByteArray_GET_SIZE(tfs);
+    Py_ssize_t start = PyLong_AsSsize_t(PyList_GET_ITEM(bounds, lo));
+    for (Py_ssize_t k = lo; k < hi; k++) {
+        Py_ssize_t end = PyLong_AsSsize_t(PyList_GET_ITEM(bounds, k + 1));
+        if ((start == -1 || end == -1) && PyErr_Occurred()) goto fail;
+        if (start < 0 || end < start || 4 * end > offsets_len || 2 * end > tfs_len) {
+            PyErr_SetString(PyExc_ValueError, "bounds outside the packed postings");
+            goto fail;
+        }
+        PyObject *chunk_ids = PyByteArray_FromStringAndSize(offset_bytes + 4 * start, 4 * (end - start));
+        if (chunk_ids == NULL) goto fail;
+        PyObject *term_tfs = PyByteArray_FromStringAndSize(tf_bytes + 2 * start, 2 * (end - start));
+        if (term_tfs == NULL) {
+            Py_DECREF(chunk_ids);
+            goto fail;
+        }
+        Py_ssize_t at = 4 * (k - lo);
+        Py_INCREF(segment);
+        PyList_SET_ITEM(values, at, segment);
+        PyObject *term = PyList_GET_ITEM(terms, k);
+        Py_INCREF(term);
+        PyList_SET_ITEM(values, at + 1, term);
+        PyList_SET_ITEM(values, at + 2, chunk_ids);
+        PyList_SET_ITEM(values, at + 3, term_tfs);
+        start = end;
+    }
+    return values;
+fail:
+    Py_DECREF(values); /* items not set yet are NULL, which list deallocation skips */
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"count_terms", count_terms, METH_VARARGS,
      "count_terms(units, words_of, expand) -> (terms, bounds, term_ids, tfs, lengths)"},
     {"pack_postings", pack_postings, METH_VARARGS,
      "pack_postings([(terms, term_ids, bounds, tfs), ...]) -> (terms, offsets, tfs, bounds)"},
+    {"posting_values", posting_values, METH_VARARGS,
+     "posting_values(segment_id, terms, offsets, tfs, bounds, lo, hi) -> flattened row values"},
     {NULL, NULL, 0, NULL},
 };
 

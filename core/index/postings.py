@@ -144,7 +144,16 @@ class PackedPostings:
 
     def value_batches(self, segment_id: int, rows: int) -> Iterator[list[Any]]:
         """``segment_id, term, offsets, tfs`` of ``rows`` postings at a time, flattened (the blobs
-        as ``bytearray`` slices, see the class)."""
+        as ``bytearray`` slices, see the class); in C where it was built."""
+        if compiled is None:
+            yield from self.value_batches_python(segment_id, rows)
+            return
+        for start in range(0, len(self.terms), rows):
+            end = min(len(self.terms), start + rows)
+            yield compiled.posting_values(segment_id, self.terms, self.offsets, self.tfs, self.bounds, start, end)
+
+    def value_batches_python(self, segment_id: int, rows: int) -> Iterator[list[Any]]:
+        """``value_batches`` in Python: its specification."""
         terms, offsets, tfs, bounds = self.terms, self.offsets, self.tfs, self.bounds
         for start in range(0, len(terms), rows):
             end = min(len(terms), start + rows)

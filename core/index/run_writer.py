@@ -113,8 +113,13 @@ class RunWriter:
             conn.flush()
             assert segment.id is not None
             document_ids = range(self.next_document, self.next_document + len(documents))
-            chunks = _chunk_rows(documents, document_ids, self.run_id, chunk_lo)
-            insert_many(connection, table_of(IndexChunkRow), _CHUNK_COLUMNS, chunks)
+            if driver is not None:
+                per_statement = _rows_per_statement(driver, _CHUNK_COLUMNS)
+                chunk_values = _chunk_value_batches(documents, document_ids, self.run_id, chunk_lo, per_statement)
+                _execute_batches(driver, table_of(IndexChunkRow), _CHUNK_COLUMNS, chunk_values)
+            else:
+                chunks = _chunk_rows(documents, document_ids, self.run_id, chunk_lo)
+                insert_many(connection, table_of(IndexChunkRow), _CHUNK_COLUMNS, chunks)
             packed = PackedPostings.from_counts([document.terms for document in documents])
             if driver is not None:
                 batches = packed.value_batches(segment.id, _rows_per_statement(driver, POSTING_COLUMNS))
@@ -268,6 +273,34 @@ def _chunk_rows(
                 chunk.text,
             )
             chunk_id += 1
+
+
+def _chunk_value_batches(
+    documents: Sequence[PreparedDocument], document_ids: Iterable[int], run_id: int, chunk_lo: int, rows: int
+) -> Iterator[list[Any]]:
+    """``_chunk_rows`` flattened, ``rows`` rows at a time, filled a column at a time (list
+    slice assignment, in C) rather than a tuple per chunk: for SQLite's multi-row INSERTs."""
+    chunks = [chunk for document in documents for chunk in document.chunks]
+    owners = [(document_id, len(document.chunks)) for document, document_id in zip(documents, document_ids, strict=True)]
+    document_of = [document_id for document_id, count in owners for _ in range(count)]
+    ordinals = [ordinal for _, count in owners for ordinal in range(count)]
+    lengths = [length for document in documents for length in document.terms.lengths.tolist()]
+    width = len(_CHUNK_COLUMNS)
+    for start in range(0, len(chunks), rows):
+        part = chunks[start : start + rows]
+        n = len(part)
+        values: list[Any] = [run_id] * (width * n)
+        values[0::width] = range(chunk_lo + start, chunk_lo + start + n)
+        values[2::width] = document_of[start : start + n]
+        values[3::width] = ordinals[start : start + n]
+        values[4::width] = [chunk.path for chunk in part]
+        values[5::width] = [chunk.start_line for chunk in part]
+        values[6::width] = [chunk.end_line for chunk in part]
+        values[7::width] = [chunk.kind for chunk in part]
+        values[8::width] = [chunk.symbol for chunk in part]
+        values[9::width] = lengths[start : start + n]
+        values[10::width] = [chunk.text for chunk in part]
+        yield values
 
 
 def _sqlite_driver(connection: Connection) -> sqlite3.Connection | None:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlalchemy import Engine, TextClause, func, inspect, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import IntegrityError as SAIntegrityError
@@ -887,14 +886,22 @@ def _header(row: SessionRow) -> SessionHeader:
     )
 
 
+def _insert_of(dialect: str) -> Any:
+    """The dialect's INSERT with ON CONFLICT. PostgreSQL's is imported when first used: its
+    dialect package costs a SQLite-only process (``scopelens index``) about 50 ms to load."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert
+    return sqlite_insert
+
+
 def insert_ignore(dialect: str, table: type[Any], values: dict[str, Any]) -> Any:
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    return insert(table_of(table)).values(**values).on_conflict_do_nothing()
+    return _insert_of(dialect)(table_of(table)).values(**values).on_conflict_do_nothing()
 
 
 def _upsert(dialect: str, table: type[Any], values: dict[str, Any], keys: list[str]) -> Any:
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    statement = insert(table_of(table)).values(**values)
+    statement = _insert_of(dialect)(table_of(table)).values(**values)
     return statement.on_conflict_do_update(
         index_elements=keys, set_={k: v for k, v in values.items() if k not in keys}
     )

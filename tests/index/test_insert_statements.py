@@ -49,3 +49,28 @@ def test_a_run_of_many_segments_prepares_few_distinct_statements(tmp_path: Path,
     assert any("chunk" in table for table in sizes) and any("posting" in table for table in sizes)
     for table, rows in sizes.items():
         assert len(rows) <= ROWS_PER_INSERT.bit_length() + 1, (table, sorted(rows))
+
+
+def test_chunk_rows_filled_a_column_at_a_time_equal_the_rows_one_chunk_at_a_time() -> None:
+    """SQLite's chunk INSERTs take their values a column at a time; PostgreSQL's COPY takes a
+    tuple per chunk: both give each chunk the same id, document, ordinal, fields and length."""
+    from itertools import chain
+
+    from scopelens.core.index.prepare import prepare_batch
+    from scopelens.core.index.run_writer import _chunk_rows, _chunk_value_batches
+    from scopelens.core.index.sources import SourceClassifier
+    from scopelens.core.redaction_scan import RedactionKey
+
+    files = [
+        ("a.py", b"import os\n\n\ndef f(x):\n    return x + 1\n\n\nclass K:\n    def m(self):\n        pass\n"),
+        ("empty.md", b""),
+        ("b.md", b"# Title\n\nSome prose about getHTTPResponse.\n" * 30),
+    ]
+    documents = prepare_batch(files, SourceClassifier(), RedactionKey(bytes(32)))
+    ids = [11, 12, 13]
+    expected = list(chain.from_iterable(_chunk_rows(documents, ids, 5, 100)))
+    for rows in (1, 2, 500):
+        batches = list(_chunk_value_batches(documents, ids, 5, 100, rows))
+        assert [value for batch in batches for value in batch] == expected
+        assert all(len(batch) <= rows * 11 for batch in batches)
+    assert expected[:4] == [100, 5, 11, 0] and expected.count(5) >= 3

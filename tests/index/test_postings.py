@@ -177,3 +177,25 @@ def test_an_install_without_the_compiled_part_writes_the_same_index(tmp_path, mo
     monkeypatch.setattr(postings, "compiled", None)
     assert stored(tmp_path / "python.db") == compiled
     assert any(term == "sessionstore" for term, _, _ in compiled[1])
+
+
+@settings(max_examples=40, derandomize=True, deadline=None)
+@given(documents=st.lists(TEXTS, max_size=4), rows=st.sampled_from([1, 3, 500]))
+def test_row_values_are_the_same_in_c_and_in_python(documents, rows) -> None:
+    """The rows a segment's postings are inserted as (``value_batches``, in C where built):
+    the same values, batch by batch, as the Python specification gives, blobs as bytearray."""
+    packed = PackedPostings.from_counts([count_terms(units) for units in documents])
+    compiled = list(packed.value_batches(7, rows))
+    python = list(packed.value_batches_python(7, rows))
+    assert compiled == python
+    assert all(type(value) is bytearray for batch in compiled for value in batch[2::4])
+    assert [value for batch in compiled for value in batch[1::4]] == packed.terms
+
+
+def test_row_values_refuse_bounds_outside_the_packed_postings() -> None:
+    if native.compiled is None:
+        pytest.skip("the compiled part is not built (test_tokenizer requires it in CI)")
+    with pytest.raises(ValueError, match="outside"):
+        native.compiled.posting_values(1, ["a"], bytearray(4), bytearray(2), [0, 2], 0, 1)
+    with pytest.raises(ValueError, match="outside"):
+        native.compiled.posting_values(1, ["a"], bytearray(4), bytearray(2), [0, 1], 0, 2)

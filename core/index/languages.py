@@ -3,8 +3,6 @@ imports, so that checking a workspace against the index (``stat_check.py``) load
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 _LANGUAGES = {
     ".py": "python", ".pyi": "python", ".pyw": "python",
     ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
@@ -20,7 +18,17 @@ _LANGUAGES = {
 
 def language_of(path: str) -> str:
     """The language a path is chunked as, from its extension ("text" when unknown)."""
-    name = PurePosixPath(path.replace("\\", "/")).name.lower()
+    name = file_name(path).lower()
     if ".log." in name:  # rotated logs: app.log.1
         return "log"
-    return _LANGUAGES.get(PurePosixPath(name).suffix, "text")
+    dot = name.rfind(".")
+    return _LANGUAGES.get(name[dot:] if 0 < dot < len(name) - 1 else "", "text")  # PurePath.suffix's rule
+
+
+def file_name(path: str) -> str:
+    """``PurePosixPath(path.replace("\\", "/")).name`` without making a path object (every
+    walked file is classified on each re-index: the objects were most of that time)."""
+    for part in reversed(path.replace("\\", "/").split("/")):
+        if part and part != ".":
+            return part
+    return ""

@@ -7,9 +7,11 @@ rules or decisions is where they are. The defaults below follow common layouts (
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from fnmatch import fnmatchcase, translate
+from functools import cached_property
 
 from scopelens.core.vocab import EvidenceKind, Source
 
@@ -52,13 +54,32 @@ class SourceClassifier:
         for pattern, source in self.extra:
             if fnmatchcase(path, pattern):
                 return source
-        if any(fnmatchcase(path, pattern) for pattern in self.decision_globs):
+        if (decisions := self._decision_pattern) is not None and decisions.match(path):
             return Source.DECISION_RECORD
-        if any(fnmatchcase(path, pattern) for pattern in self.rule_globs):
+        if (rules := self._rule_pattern) is not None and rules.match(path):
             return Source.PROJECT_RULE
         if language in DOC_LANGUAGES or language in LOG_LANGUAGES:
             return Source.WORKSPACE_DOC
         return Source.WORKSPACE_CODE
+
+
+    @cached_property
+    def _decision_pattern(self) -> re.Pattern[str] | None:
+        return _any_glob(self.decision_globs)
+
+    @cached_property
+    def _rule_pattern(self) -> re.Pattern[str] | None:
+        return _any_glob(self.rule_globs)
+
+
+def _any_glob(globs: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex matching a path where any of ``globs`` matches it as ``fnmatchcase`` does (a
+    ``fnmatchcase`` per glob was most of the time a re-index spends on files it does not
+    read: every walked file is classified). A pattern, not a function: a classifier is
+    pickled to the preparing workers, its cached patterns with it."""
+    if not globs:
+        return None
+    return re.compile("|".join(f"(?:{translate(glob)})" for glob in globs))
 
 
 def evidence_kind_of(source: Source, language: str) -> EvidenceKind:

@@ -18,7 +18,7 @@ import os
 import select
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -263,20 +263,20 @@ class _Schedule:
         self.feeding = False
         self.stopping = False
         self.failure: BaseException | None = None
+        self._feeder = threading.Thread(target=self._feed, name="scopelens-feeder", daemon=True)
 
     def run(self) -> Iterator[PreparedDocument | Unreadable]:
-        wake_read, wake_write = os.pipe()
-        feeder = threading.Thread(target=self._feed, args=(wake_read,), name="scopelens-feeder", daemon=True)
+        self._wake_read, self._wake = os.pipe()
         self.feeding = True
-        feeder.start()
+        self._feeder.start()
         try:
-            yield from self._in_order(lambda: self._stop(feeder, wake_write))
+            yield from self._in_order()
         finally:
-            self._stop(feeder, wake_write)
-            os.close(wake_read)
-            os.close(wake_write)
+            self._stop_feeding()
+            os.close(self._wake_read)
+            os.close(self._wake)
 
-    def _in_order(self, stop_feeding: Callable[[], None]) -> Iterator[PreparedDocument | Unreadable]:
+    def _in_order(self) -> Iterator[PreparedDocument | Unreadable]:
         order = self.order
         while True:
             batch, own = None, None
@@ -303,7 +303,7 @@ class _Schedule:
                 self._receive(head.worker)
         # The last batches are collected before they are written, so the workers are gone while
         # the caller writes them (and commits): their memory is not part of the run's peak then.
-        stop_feeding()
+        self._stop_feeding()
         for worker in self.pool:
             while self.waiting[worker]:
                 self._receive(worker)
@@ -355,8 +355,9 @@ class _Schedule:
                 self.order.append(slot)
                 self.waiting[worker].append(slot)
 
-    def _feed(self, wake: int) -> None:
-        """The feeder thread (see the class doc); ``wake`` becomes readable when it must stop."""
+    def _feed(self) -> None:
+        """The feeder thread (see the class doc); the wake pipe becomes readable when it must stop."""
+        wake = self._wake_read
         try:
             while True:
                 with self.lock:
@@ -385,11 +386,12 @@ class _Schedule:
                 self.feeding = False
                 self.changed.notify_all()
 
-    def _stop(self, feeder: threading.Thread, wake_write: int) -> None:
+    def _stop_feeding(self) -> None:
+        """End the feeder thread (once; this thread then reads what is left itself)."""
         with self.lock:
             if self.stopping:
                 return
             self.stopping = True
             self.changed.notify_all()
-        os.write(wake_write, b"x")
-        feeder.join()
+        os.write(self._wake, b"x")
+        self._feeder.join()

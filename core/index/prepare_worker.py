@@ -26,7 +26,6 @@ import gc
 import os
 import pickle
 import queue
-import select
 import subprocess
 import sys
 import threading
@@ -126,10 +125,6 @@ class PreparingWorker:
         except BrokenPipeError:
             raise WorkerFailed(f"a preparing worker process exited (code {self.process.wait()})") from None
         self.in_flight += 1
-
-    def ready(self) -> bool:
-        """Whether the oldest batch's result has begun to arrive (``take`` will not wait long)."""
-        return bool(self._read) or bool(select.select([self._from_worker], [], [], 0)[0])
 
     def read_ahead(self) -> None:
         """Read the oldest unanswered batch's answer now, for ``take`` (``head_start``'s thread

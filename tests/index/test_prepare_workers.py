@@ -208,7 +208,7 @@ def test_a_head_start_hands_out_a_few_batches_at_a_time_until_the_indexer_takes_
         _wait_until_answered(started, batches)  # the thread handed out the rest by itself
         assert [batch for _, batch in started.ahead] == list(batching.cut_batches(on_disk))
         [worker] = started.pool
-        assert worker.unanswered == 0 and worker.ready()  # answers read ahead, waiting for take
+        assert worker.unanswered == 0 and worker.answers_held == batches  # read ahead, waiting for take
         got = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, head_start=started)]
     expected = [counted(d) for d in prepare_all(on_disk, classifier=SourceClassifier(), key=KEY, workers=0)]
     assert got == expected

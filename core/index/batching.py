@@ -21,8 +21,9 @@ caller writes or prepares, few enough that memory does not grow with the corpus.
 HELD_PER_WORKER = 40
 """At most this many answers of a worker are held by the indexing process, read and not yet
 taken (pickled, about 0.6 MB each on the standard library): the worker is handed no more
-batches until some are taken. As many as a head start hands out (``HEAD_START_BATCHES``): with
-fewer, the worker stood idle after a head start while the indexing process wrote what it held."""
+batches until some are taken. A head start hands out as many (``HEAD_START_BATCHES`` is this):
+with fewer held, the worker stood idle after a head start while the indexing process wrote
+what it held."""
 
 
 class FileOnDisk(NamedTuple):

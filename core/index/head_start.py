@@ -27,18 +27,19 @@ import threading
 from collections.abc import Iterator, Sequence
 from itertools import islice
 
-from scopelens.core.index.batching import IN_FLIGHT_PER_WORKER, FileOnDisk, ToPrepare, cut_batches
+from scopelens.core.index.batching import HELD_PER_WORKER, IN_FLIGHT_PER_WORKER, FileOnDisk, ToPrepare, cut_batches
 from scopelens.core.index.prepare_worker import PreparingWorker
 from scopelens.core.index.sources import SourceClassifier
 from scopelens.core.redaction_scan import RedactionKey
 
-HEAD_START_BATCHES = 40
-"""At most this many batches are handed out ahead in all: about what one worker prepares while
-the indexing process imports its database code, opens the store and diffs the workspace
-(1.0-1.6 s on the standard library, a batch taking about 35 ms with counting in C). Answers
-read ahead are held, pickled (about 0.6 MB each on the standard library), until the indexer
-takes them, so this bounds them when the start is slow (24 MB at most; the run's peak was
-157-166 MiB with 40, against 157-163 with 12)."""
+HEAD_START_BATCHES = HELD_PER_WORKER
+"""At most this many batches (40) are handed out ahead in all: as many answers as the indexer
+holds of a worker, so its feeder hands out more as soon as it takes them; and about what one
+worker prepares while the indexing process imports its database code, opens the store and
+diffs the workspace (1.0-1.6 s on the standard library, a batch taking about 35 ms with
+counting in C). Answers read ahead are held, pickled (about 0.6 MB each on the standard
+library), until the indexer takes them, so this bounds them when the start is slow (24 MB at
+most; the run's peak was 157-166 MiB with 40, against 157-163 with 12)."""
 
 
 class HeadStart:

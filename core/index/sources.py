@@ -62,7 +62,6 @@ class SourceClassifier:
             return Source.WORKSPACE_DOC
         return Source.WORKSPACE_CODE
 
-
     @cached_property
     def _decision_pattern(self) -> re.Pattern[str] | None:
         return _any_glob(self.decision_globs)
